@@ -1,0 +1,45 @@
+package io.jmesh.cli;
+
+import io.jmesh.transport.config.JmeshConfig;
+
+import java.io.PrintStream;
+
+/** The {@code jmesh} command. */
+public final class Jmesh {
+    private Jmesh() {
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args, System.out, System.err));
+    }
+
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        String command = args.length == 0 ? "help" : args[0];
+        try {
+            return switch (command) {
+                case "devices" -> DevicesCommand.run(out, JmeshConfig.fromEnvironment());
+                case "help", "-h", "--help" -> {
+                    usage(out);
+                    yield 0;
+                }
+                default -> {
+                    err.println("jmesh: unknown command '" + command + "'");
+                    usage(err);
+                    yield 2;
+                }
+            };
+        } catch (IllegalArgumentException e) {
+            err.println("jmesh: " + e.getMessage());
+            return 2;
+        }
+    }
+
+    private static void usage(PrintStream out) {
+        out.println("usage: jmesh COMMAND");
+        out.println();
+        out.println("commands:");
+        out.println("  devices   every RDMA device and port: netdev, addresses with prefixes, state, MTU, link layer,");
+        out.println("            rate and the RoCE v2 GID index of each address (or why there are none)");
+        out.println("  help      this text");
+    }
+}

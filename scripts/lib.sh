@@ -1,0 +1,78 @@
+# Shared by ./jmesh and ./test: find a JDK 25, install what a fresh Debian/Ubuntu machine lacks, build when stale.
+# Sourced, not run. Every failure says what is missing and how to get it.
+
+JMESH_ROOT=${JMESH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+
+jmesh_say() { echo "jmesh: $*" >&2; }
+jmesh_die() { echo "jmesh: $*" >&2; exit 2; }
+
+# java_major BIN -> prints the major version of that java, or nothing
+jmesh_java_major() {
+    "$1" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.specification\.version = \([0-9]*\).*/\1/p' | head -1
+}
+
+# Sets JAVA_HOME to a JDK 25 or newer: JAVA_HOME, then java on PATH, then /usr/lib/jvm/*.
+jmesh_find_jdk() {
+    local candidates=() c
+    [ -n "${JAVA_HOME:-}" ] && candidates+=("$JAVA_HOME")
+    if command -v java >/dev/null 2>&1; then
+        candidates+=("$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")")
+    fi
+    for c in /usr/lib/jvm/*25* /usr/lib/jvm/*; do [ -d "$c" ] && candidates+=("$c"); done
+    for c in "${candidates[@]}"; do
+        if [ -x "$c/bin/java" ] && [ -x "$c/bin/javac" ]; then
+            local major
+            major=$(jmesh_java_major "$c/bin/java")
+            if [ -n "$major" ] && [ "$major" -ge 25 ]; then
+                export JAVA_HOME=$c
+                return 0
+            fi
+        fi
+    done
+    jmesh_die "jmesh needs a JDK 25 (javac and the FFM API), and none was found: JAVA_HOME is '${JAVA_HOME:-unset}', \
+'java' on PATH is $(java -version 2>&1 | head -1 || echo missing), and /usr/lib/jvm has none. Install one (e.g. \
+Temurin 25) and set JAVA_HOME to it."
+}
+
+# jmesh_apt PACKAGE... : installs the missing ones with apt-get when we are root on Debian/Ubuntu, else says how.
+jmesh_apt() {
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        jmesh_say "installing ${missing[*]} (first run on this machine)"
+        if [ -z "${JMESH_APT_UPDATED:-}" ]; then
+            apt-get update -qq >/dev/null 2>&1 || true
+            export JMESH_APT_UPDATED=1
+        fi
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+            || jmesh_die "apt-get could not install ${missing[*]}; install them by hand and run again"
+    else
+        jmesh_die "missing packages: ${missing[*]}; install them (sudo apt-get install ${missing[*]}) and run again"
+    fi
+}
+
+# Runs Maven quietly with the JDK found above; Maven itself comes from apt when missing.
+jmesh_mvn() {
+    command -v mvn >/dev/null 2>&1 || jmesh_apt maven
+    (cd "$JMESH_ROOT" && mvn -B -q -Dstyle.color=never "$@")
+}
+
+# Builds the jmesh command when its jar is missing or older than any source or pom.
+jmesh_build_if_stale() {
+    # a stamp, not the jar: Maven keeps an unchanged jar's old time stamp
+    local jar=$JMESH_ROOT/benchmarks/target/.jmesh-built
+    if [ ! -f "$JMESH_ROOT/benchmarks/target/jmesh-benchmarks.jar" ] || [ ! -f "$jar" ] || [ -n "$(find "$JMESH_ROOT" -path "$JMESH_ROOT/testbed" -prune -o \
+            \( -name '*.java' -o -name 'pom.xml' -o -name '*.xml' -o -name '*.properties' \) \
+            -newer "$jar" -not -path '*/target/*' -print -quit)" ]; then
+        jmesh_say "building (mvn package) ..."
+        mkdir -p "$JMESH_ROOT/target"
+        if ! jmesh_mvn package -DskipTests >"$JMESH_ROOT/target/build.log" 2>&1; then
+            tail -40 "$JMESH_ROOT/target/build.log" >&2
+            jmesh_die "the build failed (full log: target/build.log)"
+        fi
+        touch "$jar"
+    fi
+}

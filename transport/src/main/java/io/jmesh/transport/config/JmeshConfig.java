@@ -1,0 +1,87 @@
+package io.jmesh.transport.config;
+
+import java.util.Map;
+import java.util.Objects;
+import java.util.OptionalInt;
+import java.util.function.Function;
+
+/**
+ * jmesh's configuration, read in one place. Each setting has a system property ({@code jmesh.gid.index}), an
+ * environment variable ({@code JMESH_GID_INDEX}) and, where the reference plugin had one that means the same, its
+ * seed name ({@code NCCL_MESH_GID_INDEX}); the first one set wins, in that order. Bad values fail with a message that
+ * names the variable and what it accepts.
+ *
+ * <pre>{@code
+ * JmeshConfig config = JmeshConfig.fromEnvironment();
+ * OptionalInt gid = config.gidIndex();
+ * }</pre>
+ */
+public final class JmeshConfig {
+    /** A setting's names. */
+    public record Key(String property, String env, String seedEnv, String description) {
+    }
+
+    public static final Key GID_INDEX = new Key("jmesh.gid.index", "JMESH_GID_INDEX", "NCCL_MESH_GID_INDEX",
+            "force this GID index on every port instead of the RoCE v2 GID that maps each address");
+
+    private final Function<String, String> properties;
+    private final Function<String, String> environment;
+
+    private JmeshConfig(Function<String, String> properties, Function<String, String> environment) {
+        this.properties = properties;
+        this.environment = environment;
+    }
+
+    /** Reads the JVM's system properties and the process environment. */
+    public static JmeshConfig fromEnvironment() {
+        return new JmeshConfig(System::getProperty, System::getenv);
+    }
+
+    /** For tests and embedding: explicit maps instead of the process's. */
+    public static JmeshConfig of(Map<String, String> properties, Map<String, String> environment) {
+        Objects.requireNonNull(properties);
+        Objects.requireNonNull(environment);
+        return new JmeshConfig(properties::get, environment::get);
+    }
+
+    /** The raw value and the name it came from, or null when unset. */
+    private String[] lookup(Key key) {
+        String v = properties.apply(key.property());
+        if (v != null && !v.isBlank()) {
+            return new String[] {v.trim(), "-D" + key.property()};
+        }
+        v = environment.apply(key.env());
+        if (v != null && !v.isBlank()) {
+            return new String[] {v.trim(), key.env()};
+        }
+        if (key.seedEnv() != null) {
+            v = environment.apply(key.seedEnv());
+            if (v != null && !v.isBlank()) {
+                return new String[] {v.trim(), key.seedEnv()};
+            }
+        }
+        return null;
+    }
+
+    private OptionalInt intValue(Key key, int min, int max) {
+        String[] v = lookup(key);
+        if (v == null) {
+            return OptionalInt.empty();
+        }
+        try {
+            int i = Integer.parseInt(v[0]);
+            if (i < min || i > max) {
+                throw new NumberFormatException();
+            }
+            return OptionalInt.of(i);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(v[1] + "='" + v[0] + "' is not valid: expected an integer from "
+                    + min + " to " + max + " (" + key.description() + ")");
+        }
+    }
+
+    /** The forced GID index, or empty to choose per address. */
+    public OptionalInt gidIndex() {
+        return intValue(GID_INDEX, 0, 65535);
+    }
+}

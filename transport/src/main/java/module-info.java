@@ -1,0 +1,12 @@
+/**
+ * The jmesh transport: discovery of RDMA devices and their addresses, the multi-address handle, subnet-aware routing,
+ * the handshake, verbs connections, the data path, and the public Java API.
+ */
+module io.jmesh.transport {
+    requires transitive io.jmesh.verbs;
+    requires org.apache.logging.log4j;
+
+    exports io.jmesh.transport.config;
+    exports io.jmesh.transport.discovery;
+    exports io.jmesh.transport.net;
+}
