@@ -25,6 +25,12 @@ jmesh_find_jdk() {
             major=$(jmesh_java_major "$c/bin/java")
             if [ -n "$major" ] && [ "$major" -ge 25 ]; then
                 export JAVA_HOME=$c
+                # Maven's own Guava calls sun.misc.Unsafe, which JDK 24+ warns about; the flag is not ours to fix
+                # and only JDK 23+ knows it, so it is set here rather than in .mvn/jvm.config
+                case " ${MAVEN_OPTS:-} " in
+                    *sun-misc-unsafe-memory-access*) ;;
+                    *) export MAVEN_OPTS="${MAVEN_OPTS:-} --sun-misc-unsafe-memory-access=allow" ;;
+                esac
                 return 0
             fi
         fi

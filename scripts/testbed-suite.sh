@@ -1,0 +1,55 @@
+# The real-verbs part of ./test, sourced by it: the perftest smoke suite and the "rdma"-tagged JUnit tests, each
+# inside Soft-RoCE testbed guests. Adds to ./test's passed/failed/skipped counts through add_counts.
+
+# modules whose tests run in the guests; each contributes target/test-classes, target/classes and its dependencies
+TESTBED_MODULES=(verbs-bindings)
+
+testbed_classpath() {
+    local cp="" m
+    for m in "${TESTBED_MODULES[@]}"; do
+        [ -f "$m/target/test-classpath.txt" ] || { echo ""; return; }
+        cp="$cp:$JMESH_ROOT/$m/target/test-classes:$JMESH_ROOT/$m/target/classes:$(cat "$m/target/test-classpath.txt")"
+    done
+    echo "${cp#:}"
+}
+
+# runs "$@" (a testbed command whose last line is "...: N passed, N failed, N skipped") and adds its counts
+testbed_step() {
+    local label=$1 log line p f s status
+    shift
+    log=target/testbed-$label.log
+    echo "== testbed: $label =="
+    "$@" 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    line=$(grep -E '^[a-z]+: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+    if [ -n "$line" ]; then
+        p=$(echo "$line" | sed 's/.*: \([0-9]*\) passed.*/\1/')
+        f=$(echo "$line" | sed 's/.* \([0-9]*\) failed.*/\1/')
+        s=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+        add_counts "$p" "$f" "${s:-0}"
+    fi
+    if [ "$status" -ne 0 ] && { [ -z "$line" ] || [ "${f:-0}" -eq 0 ]; }; then
+        echo "testbed $label: failed with exit status $status before reporting tests (log: $log)"
+        add_counts 0 1 0
+    fi
+}
+
+if ! why=$(testbed/run --check 2>&1); then
+    if [ -n "${CI:-}" ]; then
+        echo "testbed: cannot start, and CI must run it: $why"
+        add_counts 0 1 0
+    else
+        echo "testbed: skipped: $why"
+    fi
+else
+    cp=$(testbed_classpath)
+    testbed_step smoke testbed/smoke
+    if [ -z "$cp" ]; then
+        echo "testbed: no test class path (the Maven build above failed?)"
+        add_counts 0 1 0
+    else
+        for topology in pair triangle twins; do
+            testbed_step "junit-$topology" testbed/junit --retry-infra "$topology" --classpath "$cp"
+        done
+    fi
+fi
