@@ -24,6 +24,17 @@ public final class JmeshConfig {
     public static final Key GID_INDEX = new Key("jmesh.gid.index", "JMESH_GID_INDEX", "NCCL_MESH_GID_INDEX",
             "force this GID index on every port instead of the RoCE v2 GID that maps each address");
 
+    public static final Key IB_TIMEOUT = new Key("jmesh.ib.timeout", "JMESH_IB_TIMEOUT", null,
+            "RC local ACK timeout exponent: 4.096 us * 2^value (NCCL's default 20 is about 4.3 s)");
+    public static final Key IB_RETRY_COUNT = new Key("jmesh.ib.retry.count", "JMESH_IB_RETRY_CNT", null,
+            "RC transport retries before a send fails with RETRY_EXC_ERR");
+    public static final Key IB_RNR_RETRY = new Key("jmesh.ib.rnr.retry", "JMESH_IB_RNR_RETRY", null,
+            "receiver-not-ready retries; 7 means retry forever");
+    public static final Key IB_SERVICE_LEVEL = new Key("jmesh.ib.sl", "JMESH_IB_SL", null,
+            "service level of the QPs' address vector");
+    public static final Key IB_TRAFFIC_CLASS = new Key("jmesh.ib.tc", "JMESH_IB_TC", null,
+            "traffic class (DSCP << 2) of the QPs' GRH");
+
     private final Function<String, String> properties;
     private final Function<String, String> environment;
 
@@ -78,6 +89,36 @@ public final class JmeshConfig {
             throw new IllegalArgumentException(v[1] + "='" + v[0] + "' is not valid: expected an integer from "
                     + min + " to " + max + " (" + key.description() + ")");
         }
+    }
+
+    private int intValue(Key key, int min, int max, int defaultValue) {
+        OptionalInt v = intValue(key, min, max);
+        return v.isPresent() ? v.getAsInt() : defaultValue;
+    }
+
+    /** RC local ACK timeout exponent (default 20, as NCCL). */
+    public int ibTimeout() {
+        return intValue(IB_TIMEOUT, 1, 31, 20);
+    }
+
+    /** RC retry count (default 7, as NCCL). */
+    public int ibRetryCount() {
+        return intValue(IB_RETRY_COUNT, 0, 7, 7);
+    }
+
+    /** RNR retry count (default 7 = infinite, as NCCL). */
+    public int ibRnrRetry() {
+        return intValue(IB_RNR_RETRY, 0, 7, 7);
+    }
+
+    /** Service level (default 0). */
+    public int ibServiceLevel() {
+        return intValue(IB_SERVICE_LEVEL, 0, 15, 0);
+    }
+
+    /** GRH traffic class (default 0). */
+    public int ibTrafficClass() {
+        return intValue(IB_TRAFFIC_CLASS, 0, 255, 0);
     }
 
     /** The forced GID index, or empty to choose per address. */

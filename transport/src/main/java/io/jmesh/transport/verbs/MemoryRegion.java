@@ -1,0 +1,74 @@
+package io.jmesh.transport.verbs;
+
+import io.jmesh.verbs.Errno;
+import io.jmesh.verbs.VerbsException;
+import io.jmesh.verbs.ffi.ibv_mr;
+import io.jmesh.verbs.ffi.verbs_h;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Registered memory: the range [address, address + length) pinned and addressable by the NIC through lkey (locally)
+ * and rkey (by peers, for RDMA write and read). Close it after the queue pairs that use it can no longer touch it.
+ */
+public final class MemoryRegion implements AutoCloseable {
+    /** Local write plus remote write and read: what the receiver-driven data path and one-sided API need. */
+    public static int defaultAccess() {
+        return verbs_h.IBV_ACCESS_LOCAL_WRITE() | verbs_h.IBV_ACCESS_REMOTE_WRITE() | verbs_h.IBV_ACCESS_REMOTE_READ();
+    }
+
+    private final ProtectionDomain pd;
+    private final MemorySegment mr;
+    private final long address;
+    private final long length;
+    private final int lkey;
+    private final int rkey;
+    private boolean closed;
+
+    public MemoryRegion(ProtectionDomain pd, MemorySegment memory, int access) {
+        this.pd = pd;
+        this.mr = pd.device().verbs().regMr(pd.handle(), memory, memory.byteSize(), access);
+        this.address = memory.address();
+        this.length = memory.byteSize();
+        this.lkey = ibv_mr.lkey(mr);
+        this.rkey = ibv_mr.rkey(mr);
+    }
+
+    public long address() {
+        return address;
+    }
+
+    public long length() {
+        return length;
+    }
+
+    public int lkey() {
+        return lkey;
+    }
+
+    public int rkey() {
+        return rkey;
+    }
+
+    /** True when [addr, addr + len) lies inside this region. */
+    public boolean covers(long addr, long len) {
+        return addr >= address && len >= 0 && addr + len <= address + length;
+    }
+
+    public ProtectionDomain pd() {
+        return pd;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        int rc = pd.device().verbs().deregMr(mr);
+        if (rc != 0) {
+            throw new VerbsException("ibv_dereg_mr of 0x" + Long.toHexString(address) + "+" + length + " on "
+                    + pd.device().name() + " failed: " + Errno.describe(rc), rc);
+        }
+    }
+}

@@ -1,0 +1,37 @@
+package io.jmesh.transport.verbs;
+
+import io.jmesh.transport.config.JmeshConfig;
+
+/**
+ * How a queue pair is created and connected. The defaults are NCCL's IB transport's: ACK timeout 20, retry count 7,
+ * RNR retry 7; the depths allow 32 requests in flight with room for the flow-control writes.
+ *
+ * @param maxSendWr   send queue depth
+ * @param maxRecvWr   receive queue depth
+ * @param maxSendSge  scatter-gather entries per send
+ * @param maxRecvSge  scatter-gather entries per receive
+ * @param maxInline   bytes that may be sent inline
+ * @param timeout     local ACK timeout exponent (4.096 us * 2^timeout)
+ * @param retryCount  transport retries
+ * @param rnrRetry    receiver-not-ready retries (7 = forever)
+ * @param serviceLevel service level
+ * @param trafficClass GRH traffic class
+ * @param hopLimit    GRH hop limit
+ */
+public record QpOptions(int maxSendWr, int maxRecvWr, int maxSendSge, int maxRecvSge, int maxInline, int timeout,
+                        int retryCount, int rnrRetry, int serviceLevel, int trafficClass, int hopLimit) {
+
+    public static QpOptions from(JmeshConfig config) {
+        return new QpOptions(256, 256, 1, 1, 0, config.ibTimeout(), config.ibRetryCount(), config.ibRnrRetry(),
+                config.ibServiceLevel(), config.ibTrafficClass(), 64);
+    }
+
+    public static QpOptions defaults() {
+        return new QpOptions(256, 256, 1, 1, 0, 20, 7, 7, 0, 0, 64);
+    }
+
+    public QpOptions withDepths(int sendWr, int recvWr) {
+        return new QpOptions(sendWr, recvWr, maxSendSge, maxRecvSge, maxInline, timeout, retryCount, rnrRetry,
+                serviceLevel, trafficClass, hopLimit);
+    }
+}
