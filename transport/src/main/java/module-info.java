@@ -8,5 +8,7 @@ module io.jmesh.transport {
 
     exports io.jmesh.transport.config;
     exports io.jmesh.transport.discovery;
+    exports io.jmesh.transport.handshake;
     exports io.jmesh.transport.net;
+    exports io.jmesh.transport.verbs;
 }

@@ -1,0 +1,497 @@
+package io.jmesh.transport.handshake;
+
+import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.transport.net.ListenAddress;
+import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.net.Route;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.channels.CancelledKeyException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+/**
+ * Runs every handshake of the process on one daemon thread, {@value #THREAD_NAME}, around an NIO selector. Its duty
+ * cycle: wait for socket events (at most until the next deadline), run queued commands, expire deadlines. Public
+ * methods may be called from any thread and never wait for the network: they bind sockets or queue a command and
+ * return an object whose status is read with a volatile read.
+ *
+ * <p>Defences: each listener binds its mesh addresses only (no wildcard); every socket has a deadline for the whole
+ * handshake; frames are bounded ({@value Frame#MAX_BODY} bytes) and checked (magic, version, type, secret in constant
+ * time); each listener holds at most {@link HandshakeSettings#maxPendingPerListener()} sockets, evicting the oldest
+ * one that has not proven the secret. A misbehaving socket is closed and logged (rate-limited WARN) and nothing else
+ * is disturbed.
+ *
+ * <pre>{@code
+ * HandshakeAgent agent = HandshakeAgent.shared();
+ * HandshakeListener listener = agent.listen(localPrefixes);        // listen side: publish listener.handle()
+ * Route route = RouteSelector.best(localLinks, peerHandle);        // connect side
+ * OutboundHandshake out = agent.connect(peerHandle, route, myQpInfo);
+ * }</pre>
+ */
+public final class HandshakeAgent implements AutoCloseable {
+    public static final String THREAD_NAME = "jmesh-handshake";
+    /** The largest payload either side may send. */
+    public static final int MAX_PAYLOAD = Frame.MAX_PAYLOAD;
+
+    private static final Logger LOG = LogManager.getLogger(HandshakeAgent.class);
+    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final long MAX_IDLE_MILLIS = 100;
+    private static final int ACCEPTS_PER_CYCLE = 64;
+    private static final int BACKLOG = 64;
+    private static final String CLOSED = "the jmesh handshake agent is closed (process shutting down?)";
+
+    private static HandshakeAgent shared;
+
+    private final HandshakeSettings settings;
+    private final long timeoutNanos;
+    private final Selector selector;
+    private final Thread thread;
+    private final Queue<Runnable> commands = new ConcurrentLinkedQueue<>();
+    private final AtomicLong dropped = new AtomicLong();
+    private final WarnLimiter warnings = new WarnLimiter(LOG, 20, TimeUnit.SECONDS.toNanos(1));
+    // Agent thread only.
+    private final List<Session> sessions = new ArrayList<>();
+    private final List<HandshakeListener> listeners = new ArrayList<>();
+    private long selectTimeoutMillis = MAX_IDLE_MILLIS;
+
+    private volatile boolean running = true;
+    private volatile boolean terminated;
+
+    /** Where a listening socket's accept events go. */
+    private record Acceptor(HandshakeListener listener, ServerSocketChannel server) {
+    }
+
+    private HandshakeAgent(HandshakeSettings settings) throws IOException {
+        this.settings = Objects.requireNonNull(settings, "settings");
+        this.timeoutNanos = settings.timeout().toNanos();
+        this.selector = Selector.open();
+        this.thread = Thread.ofPlatform().daemon().name(THREAD_NAME).unstarted(this::run);
+    }
+
+    /** Starts a standalone agent with its own thread (tests, embedding); {@link #close()} stops it. */
+    public static HandshakeAgent start(HandshakeSettings settings) throws IOException {
+        HandshakeAgent agent = new HandshakeAgent(settings);
+        agent.thread.start();
+        return agent;
+    }
+
+    /** The process's agent, started on first use with default settings. */
+    public static HandshakeAgent shared() {
+        return shared(HandshakeSettings.defaults());
+    }
+
+    /** The process's agent; {@code settings} apply only if this call starts it. */
+    public static synchronized HandshakeAgent shared(HandshakeSettings settings) {
+        if (shared == null || !shared.running) {
+            try {
+                shared = start(settings);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
+            }
+        }
+        return shared;
+    }
+
+    public HandshakeSettings settings() {
+        return settings;
+    }
+
+    /** Connections dropped for misbehaving (bad frames, wrong secret, deadline, over the cap), since start. */
+    public long droppedConnections() {
+        return dropped.get();
+    }
+
+    public boolean isRunning() {
+        return running;
+    }
+
+    /** Listens on each address (ephemeral ports), with unknown link speeds and no handle flags. */
+    public HandshakeListener listen(List<IpPrefix> addresses) throws IOException {
+        Objects.requireNonNull(addresses, "addresses");
+        return open(addresses, addresses.stream().map(a -> 0L).toList(), 0);
+    }
+
+    /**
+     * Listens on each link's address (ephemeral ports); the handle carries the links' speeds and {@code handleFlags}
+     * (e.g. {@link ListenHandle#FLAG_TCP_PROVIDER}).
+     *
+     * @throws IOException              when an address cannot be bound; the message names it and the fix
+     * @throws IllegalArgumentException when there are no links or more than fit in a handle
+     */
+    public HandshakeListener listenOn(List<LocalLink> links, int handleFlags) throws IOException {
+        Objects.requireNonNull(links, "links");
+        return open(links.stream().map(LocalLink::prefix).toList(), links.stream().map(LocalLink::speedMbps).toList(),
+                handleFlags);
+    }
+
+    private HandshakeListener open(List<IpPrefix> prefixes, List<Long> speedsMbps, int flags) throws IOException {
+        if (!running) {
+            throw new IOException(CLOSED);
+        }
+        if (prefixes.isEmpty()) {
+            throw new IllegalArgumentException("nothing to listen on: no mesh addresses given");
+        }
+        List<ListenAddress> planned = new ArrayList<>();
+        for (int i = 0; i < prefixes.size(); i++) {
+            planned.add(new ListenAddress(prefixes.get(i), 1, ListenAddress.gbpsOf(speedsMbps.get(i))));
+        }
+        new ListenHandle(flags, 0, planned); // fails before binding anything when they do not fit in 128 bytes
+        List<ServerSocketChannel> servers = new ArrayList<>();
+        List<ListenAddress> bound = new ArrayList<>();
+        try {
+            for (ListenAddress p : planned) {
+                ServerSocketChannel server = ServerSocketChannel.open();
+                servers.add(server);
+                server.configureBlocking(false);
+                try {
+                    server.bind(new InetSocketAddress(p.prefix().address(), 0), BACKLOG);
+                } catch (IOException e) {
+                    throw new IOException("cannot listen on " + p.prefix() + ": " + e.getMessage()
+                            + "; the address must be up on this host (check 'ip addr')", e);
+                }
+                int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+                bound.add(new ListenAddress(p.prefix(), port, p.speedGbps()));
+            }
+        } catch (IOException | RuntimeException e) {
+            servers.forEach(HandshakeAgent::closeQuietly);
+            throw e;
+        }
+        HandshakeListener listener = new HandshakeListener(this, new ListenHandle(flags, RANDOM.nextLong(), bound),
+                servers);
+        if (!execute(() -> register(listener), null)) {
+            servers.forEach(HandshakeAgent::closeQuietly);
+            throw new IOException(CLOSED);
+        }
+        return listener;
+    }
+
+    /**
+     * Starts a handshake with {@code peer} over {@code route}: binds to the route's local address (so the TCP
+     * connection runs over that link) and connects to the peer's address on it. Returns at once, IN_PROGRESS.
+     *
+     * @param payload what the acceptor receives (QPN, PSN, GID, MTU ...), at most {@link #MAX_PAYLOAD} bytes
+     */
+    public OutboundHandshake connect(ListenHandle peer, Route route, byte[] payload) {
+        Objects.requireNonNull(peer, "peer");
+        Objects.requireNonNull(route, "route");
+        Objects.requireNonNull(payload, "payload");
+        checkPayload(payload);
+        OutboundHandshake handshake = new OutboundHandshake(this, route);
+        long deadline = System.nanoTime() + timeoutNanos;
+        byte[] secret = peer.secretBytes();
+        byte[] copy = payload.clone();
+        execute(() -> startConnect(handshake, deadline, secret, copy), handshake);
+        return handshake;
+    }
+
+    static void checkPayload(byte[] payload) {
+        if (payload.length > MAX_PAYLOAD) {
+            throw new IllegalArgumentException("handshake payload of " + payload.length + " bytes exceeds the limit of "
+                    + MAX_PAYLOAD);
+        }
+    }
+
+    /**
+     * Stops the thread, closes every socket and fails every unfinished handshake. Waits up to 5 s for the thread,
+     * so call it at shutdown or in tests, not on a path that must not block.
+     */
+    @Override
+    public void close() {
+        running = false;
+        selector.wakeup();
+        if (Thread.currentThread() != thread) {
+            try {
+                thread.join(5_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    // ---- used by the handshake objects and sessions ----------------------------------------------------------
+
+    /**
+     * Queues {@code command} for the agent thread. When the agent is closed, fails {@code orFail} (if given) and
+     * returns false.
+     */
+    boolean execute(Runnable command, Handshake orFail) {
+        if (!running) {
+            if (orFail != null) {
+                orFail.fail(CLOSED);
+            }
+            return false;
+        }
+        commands.offer(command);
+        selector.wakeup();
+        if (terminated) { // the agent stopped after our check; it may have missed the command, so run it here
+            runCommands();
+        }
+        return true;
+    }
+
+    long timeoutMillis() {
+        return settings.timeout().toMillis();
+    }
+
+    long newConnectionId() {
+        return RANDOM.nextLong();
+    }
+
+    void warn(String format, Object a, Object b) {
+        warnings.warn(format, a, b);
+    }
+
+    void debug(String format, Object a) {
+        LOG.debug("jmesh " + format, a);
+    }
+
+    void countDropped() {
+        dropped.incrementAndGet();
+    }
+
+    void sessionClosed(Session s) {
+        if (s instanceof InboundSession in) {
+            in.listener().sessions.remove(in);
+        }
+    }
+
+    void closeListener(HandshakeListener listener) {
+        listener.servers().forEach(HandshakeAgent::closeQuietly);
+        for (InboundSession s : new ArrayList<>(listener.sessions)) {
+            s.listenerClosed();
+        }
+        listeners.remove(listener);
+    }
+
+    // ---- the agent thread --------------------------------------------------------------------------------------
+
+    private void run() {
+        try {
+            while (running) {
+                try {
+                    selector.select(this::onSelected, selectTimeoutMillis);
+                    runCommands();
+                    selectTimeoutMillis = expireDeadlines(System.nanoTime());
+                } catch (Exception | LinkageError | AssertionError e) {
+                    LOG.error("jmesh handshake agent: unexpected error; the agent keeps running", e);
+                }
+            }
+        } finally {
+            shutdown();
+        }
+    }
+
+    private void runCommands() {
+        Runnable c;
+        while ((c = commands.poll()) != null) {
+            try {
+                c.run();
+            } catch (RuntimeException e) {
+                LOG.error("jmesh handshake agent: a command failed", e);
+            }
+        }
+    }
+
+    private void onSelected(SelectionKey key) {
+        Object attachment = key.attachment();
+        try {
+            if (attachment instanceof Session s) {
+                try {
+                    s.handle(key);
+                } catch (IOException e) {
+                    s.onIoError(e);
+                } catch (RuntimeException e) {
+                    if (e instanceof CancelledKeyException) {
+                        throw e;
+                    }
+                    LOG.error("jmesh handshake agent: error handling {}; closing that socket", s.peer, e);
+                    s.onViolation("internal error: " + e);
+                }
+            } else if (attachment instanceof Acceptor a) {
+                acceptAll(a);
+            }
+        } catch (CancelledKeyException ignored) {
+            // the socket was closed while its event was pending
+        }
+    }
+
+    private void acceptAll(Acceptor a) {
+        for (int i = 0; i < ACCEPTS_PER_CYCLE; i++) {
+            SocketChannel channel;
+            try {
+                channel = a.server().accept();
+            } catch (IOException e) {
+                warn("handshake listener {} cannot accept: {}", Session.describe(localAddress(a.server())),
+                        e.getMessage());
+                return;
+            }
+            if (channel == null) {
+                return;
+            }
+            admit(a.listener(), channel);
+        }
+    }
+
+    private void admit(HandshakeListener listener, SocketChannel channel) {
+        String peer;
+        try {
+            peer = Session.describe(channel.getRemoteAddress());
+            channel.configureBlocking(false);
+            channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        } catch (IOException e) {
+            closeQuietly(channel);
+            return;
+        }
+        if (listener.isClosed()) {
+            closeQuietly(channel);
+            return;
+        }
+        int cap = settings.maxPendingPerListener();
+        if (listener.sessions.size() >= cap) {
+            InboundSession victim = null;
+            for (InboundSession s : listener.sessions) {
+                if (!s.authenticated()) {
+                    victim = s;
+                    break;
+                }
+            }
+            if (victim == null) {
+                warn("handshake from {} refused: {}", peer, "the listener already holds its limit of " + cap
+                        + " handshakes waiting for this process to accept them");
+                countDropped();
+                closeQuietly(channel);
+                return;
+            }
+            victim.evict(cap);
+        }
+        InboundSession session = new InboundSession(this, listener, channel, System.nanoTime() + timeoutNanos, peer);
+        try {
+            session.key = channel.register(selector, SelectionKey.OP_READ, session);
+        } catch (IOException e) {
+            closeQuietly(channel);
+            return;
+        }
+        sessions.add(session);
+        listener.sessions.add(session);
+    }
+
+    private void register(HandshakeListener listener) {
+        try {
+            for (ServerSocketChannel server : listener.servers()) {
+                server.register(selector, SelectionKey.OP_ACCEPT, new Acceptor(listener, server));
+            }
+            listeners.add(listener);
+        } catch (IOException | RuntimeException e) {
+            listener.servers().forEach(HandshakeAgent::closeQuietly);
+            if (running) {
+                LOG.error("jmesh handshake agent: cannot register listener {}", listener.handle().prefixes(), e);
+            }
+        }
+    }
+
+    private void startConnect(OutboundHandshake handshake, long deadline, byte[] secret, byte[] payload) {
+        if (handshake.poll() == HandshakeStatus.FAILED) {
+            return; // closed before it started
+        }
+        Route route = handshake.route();
+        SocketChannel channel = null;
+        try {
+            channel = SocketChannel.open();
+            channel.configureBlocking(false);
+            channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            channel.bind(route.local().bindAddress());
+        } catch (IOException | RuntimeException e) {
+            closeQuietly(channel);
+            handshake.fail("cannot bind the handshake socket to " + route.local() + ": " + e.getMessage()
+                    + " (is the address still up? check 'ip addr')");
+            return;
+        }
+        OutboundSession session = new OutboundSession(this, handshake, channel, deadline, secret, payload);
+        handshake.session = session;
+        try {
+            boolean connected = channel.connect(route.peerSocketAddress());
+            session.key = channel.register(selector, SelectionKey.OP_CONNECT, session);
+            sessions.add(session);
+            if (connected) {
+                session.onConnectable();
+            }
+        } catch (IOException | RuntimeException e) {
+            handshake.fail("cannot connect to " + route.peerSocketAddress() + " over " + route.local() + ": "
+                    + e.getMessage() + (running ? "" : " (" + CLOSED + ")"));
+            session.close();
+        }
+    }
+
+    /** Runs expired deadlines, forgets closed sessions; returns how long the next select may wait. */
+    private long expireDeadlines(long now) {
+        long soonest = TimeUnit.MILLISECONDS.toNanos(MAX_IDLE_MILLIS);
+        int i = 0;
+        while (i < sessions.size()) {
+            Session s = sessions.get(i);
+            if (!s.isClosed() && now - s.deadlineNanos >= 0) {
+                s.onDeadline();
+            }
+            if (s.isClosed()) {
+                int last = sessions.size() - 1;
+                sessions.set(i, sessions.get(last));
+                sessions.remove(last);
+                continue;
+            }
+            soonest = Math.min(soonest, s.deadlineNanos - now);
+            i++;
+        }
+        return Math.max(1, TimeUnit.NANOSECONDS.toMillis(soonest) + 1);
+    }
+
+    private void shutdown() {
+        running = false; // also when the loop died of an Error: later calls fail at once instead of hanging
+        for (HandshakeListener l : new ArrayList<>(listeners)) {
+            closeListener(l);
+        }
+        for (Session s : new ArrayList<>(sessions)) {
+            Handshake h = s.handshake();
+            if (h != null) {
+                h.fail(CLOSED);
+            }
+            s.close();
+        }
+        sessions.clear();
+        closeQuietly(selector);
+        terminated = true;
+        runCommands();
+    }
+
+    private static InetSocketAddress localAddress(ServerSocketChannel server) {
+        try {
+            return (InetSocketAddress) server.getLocalAddress();
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        if (c != null) {
+            try {
+                c.close();
+            } catch (Exception ignored) {
+                // nothing more to release
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+package io.jmesh.transport.handshake;
+
+import io.jmesh.transport.net.Route;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.SocketChannel;
+
+/**
+ * The connector's side of one handshake socket, on the agent thread:
+ * CONNECTING → (HELLO sent) AWAIT_REPLY → (ACCEPT) AWAIT_APP → (confirm: READY sent) COMPLETE; a REJECT, a protocol
+ * violation, a closed socket or the deadline ends it with a message that says what the peer did and what to check.
+ */
+final class OutboundSession extends Session {
+    private enum State { CONNECTING, AWAIT_REPLY, AWAIT_APP, FINISHING }
+
+    private final OutboundHandshake handshake;
+    private final byte[] secret;
+    private final byte[] payload;
+    private final String via;
+    private State state = State.CONNECTING;
+
+    OutboundSession(HandshakeAgent agent, OutboundHandshake handshake, SocketChannel channel, long deadlineNanos,
+                    byte[] secret, byte[] payload) {
+        super(agent, channel, deadlineNanos, describe(handshake.route().peerSocketAddress()));
+        Route route = handshake.route();
+        this.handshake = handshake;
+        this.secret = secret;
+        this.payload = payload;
+        this.via = " over " + route.local();
+    }
+
+    @Override
+    Handshake handshake() {
+        return handshake;
+    }
+
+    @Override
+    void onIoError(IOException e) {
+        failQuietly("the connection to " + peer + via + " failed: " + e.getMessage());
+    }
+
+    /** The connect completed at once (possible on loopback) or the selector says it is ready. */
+    @Override
+    void onConnectable() throws IOException {
+        try {
+            if (!channel.finishConnect()) {
+                return;
+            }
+        } catch (IOException e) {
+            failQuietly("cannot connect to " + peer + via + ": " + e.getMessage()
+                    + " (is the peer's listener still open, and the link up? try 'ping -I <local address> <peer>')");
+            return;
+        }
+        key.interestOps(SelectionKey.OP_READ);
+        state = State.AWAIT_REPLY;
+        send(Frame.HELLO, Frame.hello(secret, payload));
+    }
+
+    @Override
+    void onFrame(int version, int type, ByteBuffer body) {
+        if (state != State.AWAIT_REPLY) {
+            onViolation("sent " + Frame.typeName(type) + " when nothing was expected");
+            return;
+        }
+        if (type == Frame.REJECT) { // REJECT's layout is the same in every version
+            failQuietly("the peer at " + peer + " rejected the handshake: " + Frame.reason(body));
+            return;
+        }
+        if (version != Frame.VERSION) {
+            onViolation("it speaks handshake version " + version + ", this node speaks " + Frame.VERSION
+                    + ": run the same jmesh version on all nodes");
+            return;
+        }
+        if (type != Frame.ACCEPT || body.remaining() < Frame.ACCEPT_PAYLOAD_OFFSET) {
+            onViolation("expected ACCEPT or REJECT, got " + Frame.typeName(type) + " of " + body.remaining()
+                    + " bytes");
+            return;
+        }
+        long connectionId = body.getLong(Frame.ACCEPT_CONNECTION_ID_OFFSET);
+        byte[] reply = new byte[body.remaining() - Frame.ACCEPT_PAYLOAD_OFFSET];
+        body.get(Frame.ACCEPT_PAYLOAD_OFFSET, reply);
+        state = State.AWAIT_APP;
+        handshake.peerPayloadArrived(connectionId, reply);
+    }
+
+    /** Agent thread: the application applied the reply. */
+    void confirm() {
+        if (isClosed() || state != State.AWAIT_APP) {
+            return;
+        }
+        state = State.FINISHING;
+        stopReading();
+        try {
+            send(Frame.READY, Frame.ready());
+        } catch (IOException e) {
+            failQuietly("sending READY to " + peer + via + " failed: " + e.getMessage());
+        }
+    }
+
+    /** Agent thread: the application gave up (the handshake is already FAILED); tell the acceptor if connected. */
+    void abort(String reason) {
+        if (isClosed() || state == State.FINISHING) {
+            return;
+        }
+        if (state == State.CONNECTING) {
+            close();
+            return;
+        }
+        state = State.FINISHING;
+        stopReading();
+        try {
+            send(Frame.REJECT, Frame.reject(reason));
+        } catch (IOException e) {
+            close();
+        }
+    }
+
+    @Override
+    void onSent(int type) {
+        if (type == Frame.READY) {
+            handshake.complete();
+            agent.debug("handshake to {} complete", peer);
+            close();
+        } else if (type == Frame.REJECT) {
+            close();
+        }
+    }
+
+    @Override
+    void onEndOfStream() {
+        failQuietly(switch (state) {
+            case AWAIT_REPLY -> "the peer at " + peer + " closed the connection without replying: it is not a jmesh "
+                    + "listener of this version, or it dropped us (see the WARN in its log)";
+            case AWAIT_APP -> "the peer at " + peer + " closed the connection before we confirmed (it timed out; "
+                    + "confirm() sooner or raise the handshake timeout)";
+            default -> "the peer at " + peer + " closed the connection";
+        });
+    }
+
+    @Override
+    void onViolation(String problem) {
+        agent.warn("handshake to {} failed: {}", peer, problem);
+        failQuietly("the peer at " + peer + via + " broke the handshake protocol: " + problem);
+    }
+
+    @Override
+    void onDeadline() {
+        String limit = " timed out after " + agent.timeoutMillis() + " ms ";
+        failQuietly("handshake with " + peer + via + limit + switch (state) {
+            case CONNECTING -> "while connecting: no TCP connection; check the link is up and the peer reachable "
+                    + "('ping -I <local address> <peer address>')";
+            case AWAIT_REPLY -> "waiting for the peer's reply: its jmesh did not answer (is it alive? see its log)";
+            case AWAIT_APP -> "waiting for this process to confirm() the reply";
+            case FINISHING -> "while sending the last frame: the peer stopped reading";
+        });
+    }
+
+    /** Ends the handshake with {@code reason} and closes; the caller logged already where that was warranted. */
+    private void failQuietly(String reason) {
+        handshake.fail(reason);
+        close();
+    }
+}

@@ -1,0 +1,44 @@
+package io.jmesh.transport.net;
+
+import java.net.InetSocketAddress;
+import java.util.Objects;
+
+/**
+ * One way to reach a peer: a local link and the peer's address on the same subnet. Built by {@link RouteSelector}.
+ *
+ * <pre>{@code
+ * Route r = RouteSelector.select(localLinks, peerHandle).getFirst();
+ * socket.bind(r.local().bindAddress());
+ * socket.connect(r.peerSocketAddress());
+ * }</pre>
+ *
+ * @param local     the local link the traffic leaves on
+ * @param peer      the peer's address on that link
+ * @param peerIndex the position of {@code peer} in the peer's handle
+ */
+public record Route(LocalLink local, ListenAddress peer, int peerIndex) {
+    public Route {
+        Objects.requireNonNull(local, "local");
+        Objects.requireNonNull(peer, "peer");
+    }
+
+    /** The link's usable speed in Mb/s: the slower of both ends where both are known, 0 when neither is. */
+    public long speedMbps() {
+        long mine = local.speedMbps();
+        long theirs = peer.speedGbps() * 1000L;
+        if (mine == 0) {
+            return theirs;
+        }
+        return theirs == 0 ? mine : Math.min(mine, theirs);
+    }
+
+    /** The peer's handshake endpoint on this link. */
+    public InetSocketAddress peerSocketAddress() {
+        return peer.socketAddress();
+    }
+
+    @Override
+    public String toString() {
+        return local + " -> " + peer;
+    }
+}

@@ -1,0 +1,329 @@
+package io.jmesh.transport.handshake;
+
+import static io.jmesh.transport.handshake.TestSupport.LOOPBACK4;
+import static io.jmesh.transport.handshake.TestSupport.LOOPBACK6;
+import static io.jmesh.transport.handshake.TestSupport.await;
+import static io.jmesh.transport.handshake.TestSupport.awaitNonNull;
+import static io.jmesh.transport.handshake.TestSupport.awaitTerminalOrAction;
+import static io.jmesh.transport.handshake.TestSupport.fullHandshake;
+import static io.jmesh.transport.handshake.TestSupport.route;
+import static io.jmesh.transport.handshake.TestSupport.settings;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.transport.net.ListenAddress;
+import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.net.Route;
+import io.jmesh.transport.net.RouteSelector;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(30)
+class HandshakeAgentTest {
+    private HandshakeAgent agent;
+
+    @BeforeEach
+    void start() throws IOException {
+        agent = HandshakeAgent.start(settings(2_000, 64));
+    }
+
+    @AfterEach
+    void stop() {
+        agent.close();
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void runsOnOneDaemonThreadNamedJmeshHandshake() {
+        Thread t = Thread.getAllStackTraces().keySet().stream()
+                .filter(x -> x.getName().equals(HandshakeAgent.THREAD_NAME)).findFirst().orElseThrow();
+        assertTrue(t.isDaemon());
+    }
+
+    @Test
+    void sharedAgentIsStartedOnceAndRestartsAfterClose() {
+        HandshakeAgent a = HandshakeAgent.shared();
+        assertEquals(a, HandshakeAgent.shared());
+        a.close();
+        HandshakeAgent b = HandshakeAgent.shared();
+        assertNotEquals(a, b);
+        assertTrue(b.isRunning());
+        b.close();
+    }
+
+    @Test
+    void listenPublishesBoundPortsAndAFreshSecret() throws IOException {
+        try (HandshakeListener one = agent.listen(List.of(LOOPBACK4));
+             HandshakeListener two = agent.listen(List.of(LOOPBACK4))) {
+            ListenHandle h = one.handle();
+            assertEquals(1, h.addresses().size());
+            assertEquals(LOOPBACK4, h.addresses().get(0).prefix());
+            assertTrue(h.addresses().get(0).port() > 0);
+            assertNotEquals(h.secret(), two.handle().secret());
+            assertEquals(h, ListenHandle.decode(h.encode()));
+            assertNull(one.pollInbound(), "nothing connected yet: accept reports 'in progress'");
+        }
+    }
+
+    @Test
+    void listenOnLinksCarriesSpeedAndFlags() throws IOException {
+        try (HandshakeListener l = agent.listenOn(List.of(LocalLink.tcp(LOOPBACK4, 25_000)),
+                ListenHandle.FLAG_TCP_PROVIDER)) {
+            assertEquals(25, l.handle().addresses().get(0).speedGbps());
+            assertTrue(l.handle().isTcpProvider());
+        }
+    }
+
+    @Test
+    void completesAndExchangesPayloadsOverIpv4() throws IOException {
+        try (HandshakeListener listener = agent.listen(List.of(LOOPBACK4))) {
+            byte[] qpA = bytes("qpn=17 psn=99 gid=::ffff:127.0.0.1 mtu=4096");
+            byte[] qpB = bytes("qpn=42 psn=7");
+            OutboundHandshake out = agent.connect(listener.handle(), route(listener.handle()), qpA);
+            InboundHandshake in = awaitNonNull("inbound", 2_000, listener::pollInbound);
+            assertArrayEquals(qpA, in.peerPayload());
+            assertEquals(InetAddress.getLoopbackAddress(), in.remoteAddress().getAddress());
+            assertEquals(listener.handle().addresses().get(0).port(), in.localAddress().getPort());
+            assertTrue(in.accept(qpB));
+            assertEquals(HandshakeStatus.ACTION_REQUIRED, awaitTerminalOrAction(out, 2_000));
+            assertArrayEquals(qpB, out.peerPayload());
+            assertEquals(HandshakeStatus.IN_PROGRESS, in.poll(), "the acceptor waits for READY");
+            assertTrue(out.confirm());
+            await("both complete", 2_000,
+                    () -> out.poll() == HandshakeStatus.COMPLETE && in.poll() == HandshakeStatus.COMPLETE);
+            assertEquals(in.connectionId(), out.connectionId());
+            assertNull(out.failure());
+            assertThrows(IllegalStateException.class, () -> out.confirm());
+        }
+    }
+
+    @Test
+    void completesOverIpv6Loopback() throws IOException {
+        HandshakeListener listener;
+        try {
+            listener = agent.listen(List.of(LOOPBACK6));
+        } catch (IOException e) {
+            assumeTrue(false, "no IPv6 loopback here: " + e.getMessage());
+            return;
+        }
+        try (listener) {
+            Route r = RouteSelector.best(List.of(LocalLink.tcp(LOOPBACK6, 0)), listener.handle());
+            OutboundHandshake out = agent.connect(listener.handle(), r, bytes("six"));
+            InboundHandshake in = awaitNonNull("inbound", 2_000, listener::pollInbound);
+            in.accept(bytes("ok"));
+            awaitTerminalOrAction(out, 2_000);
+            out.confirm();
+            await("complete", 2_000, () -> in.poll() == HandshakeStatus.COMPLETE);
+            assertEquals(InetAddress.getByName("::1"), in.remoteAddress().getAddress());
+        } catch (io.jmesh.transport.net.NoRouteException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    @Test
+    void emptyAndMaximumPayloads() throws IOException {
+        try (HandshakeListener listener = agent.listen(List.of(LOOPBACK4))) {
+            fullHandshake(agent, listener, new byte[0], new byte[HandshakeAgent.MAX_PAYLOAD], 2_000);
+            fullHandshake(agent, listener, new byte[HandshakeAgent.MAX_PAYLOAD], new byte[0], 2_000);
+            assertThrows(IllegalArgumentException.class, () -> agent.connect(listener.handle(),
+                    route(listener.handle()), new byte[HandshakeAgent.MAX_PAYLOAD + 1]));
+        }
+    }
+
+    @Test
+    void acceptorRejectsWithAReasonTheConnectorReports() throws IOException {
+        try (HandshakeListener listener = agent.listen(List.of(LOOPBACK4))) {
+            OutboundHandshake out = agent.connect(listener.handle(), route(listener.handle()), bytes("x"));
+            InboundHandshake in = awaitNonNull("inbound", 2_000, listener::pollInbound);
+            in.reject("MTU 1024 below the minimum 4096; raise the netdev MTU");
+            assertEquals(HandshakeStatus.FAILED, in.poll());
+            assertEquals(HandshakeStatus.FAILED, awaitTerminalOrAction(out, 2_000));
+            assertTrue(out.failure().contains("rejected the handshake: MTU 1024 below the minimum"), out.failure());
+        }
+    }
+
+    @Test
+    void connectorAbortTellsTheAcceptor() throws IOException {
+        try (HandshakeListener listener = agent.listen(List.of(LOOPBACK4))) {
+            OutboundHandshake out = agent.connect(listener.handle(), route(listener.handle()), bytes("x"));
+            InboundHandshake in = awaitNonNull("inbound", 2_000, listener::pollInbound);
+            in.accept(bytes("y"));
+            awaitTerminalOrAction(out, 2_000);
+            out.abort("ibv_modify_qp(RTR) failed: EINVAL");
+            assertEquals(HandshakeStatus.FAILED, out.poll());
+            await("acceptor sees the abort", 2_000, () -> in.poll() == HandshakeStatus.FAILED);
+            assertTrue(in.failure().contains("gave up after our reply: ibv_modify_qp(RTR) failed"), in.failure());
+        }
+    }
+
+    @Test
+    void wrongSecretIsRejectedAndNeverReachesTheApplication() throws IOException {
+        try (HandshakeListener listener = agent.listen(List.of(LOOPBACK4))) {
+            ListenHandle real = listener.handle();
+            ListenHandle forged = new ListenHandle(0, real.secret() + 1, real.addresses());
+            OutboundHandshake out = agent.connect(forged, route(forged), bytes("x"));
+            assertEquals(HandshakeStatus.FAILED, awaitTerminalOrAction(out, 2_000));
+            assertTrue(out.failure().contains("wrong secret"), out.failure());
+            assertNull(listener.pollInbound());
+            assertEquals(1, agent.droppedConnections());
+        }
+    }
+
+    @Test
+    void refusedConnectionFailsWithTheAddress() throws IOException {
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            port = s.getLocalPort(); // closed again: nothing listens there now
+        }
+        ListenHandle nobody = new ListenHandle(0, 1, List.of(new ListenAddress(LOOPBACK4, port, 0)));
+        OutboundHandshake out = agent.connect(nobody, route(nobody), bytes("x"));
+        assertEquals(HandshakeStatus.FAILED, awaitTerminalOrAction(out, 2_000));
+        assertTrue(out.failure().contains("cannot connect to 127.0.0.1:" + port), out.failure());
+    }
+
+    @Test
+    void closedListenerRefusesAndFailsItsPendingHandshakes() throws IOException {
+        HandshakeListener listener = agent.listen(List.of(LOOPBACK4));
+        OutboundHandshake out = agent.connect(listener.handle(), route(listener.handle()), bytes("x"));
+        InboundHandshake in = awaitNonNull("inbound", 2_000, listener::pollInbound);
+        listener.close();
+        await("pending inbound failed", 2_000, () -> in.poll() == HandshakeStatus.FAILED);
+        assertTrue(in.failure().contains("listener was closed"), in.failure());
+        assertEquals(HandshakeStatus.FAILED, awaitTerminalOrAction(out, 2_000));
+        OutboundHandshake late = agent.connect(listener.handle(), route(listener.handle()), bytes("x"));
+        assertEquals(HandshakeStatus.FAILED, awaitTerminalOrAction(late, 2_000));
+    }
+
+    @Test
+    void unansweredHandshakeTimesOutOnBothSides() throws IOException {
+        try (HandshakeAgent quick = HandshakeAgent.start(settings(300, 8));
+             HandshakeListener listener = quick.listen(List.of(LOOPBACK4))) {
+            long start = System.nanoTime();
+            OutboundHandshake out = quick.connect(listener.handle(), route(listener.handle()), bytes("x"));
+            InboundHandshake in = awaitNonNull("inbound", 2_000, listener::pollInbound);
+            // this process never accepts: both deadlines expire
+            assertEquals(HandshakeStatus.FAILED, awaitTerminalOrAction(out, 3_000));
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(ms >= 250 && ms < 2_000, "timed out after " + ms + " ms");
+            assertTrue(out.failure().contains("timed out after 300 ms") || out.failure().contains("closed"),
+                    out.failure());
+            await("inbound failed", 2_000, () -> in.poll() == HandshakeStatus.FAILED);
+            // whichever deadline fires first, the other side learns of it
+            assertTrue(in.failure().contains("did not accept() it within 300 ms")
+                    || in.failure().contains("closed the connection before the handshake completed"), in.failure());
+        }
+    }
+
+    @Test
+    void callsReturnAtOnce() throws IOException {
+        try (HandshakeListener listener = agent.listen(List.of(LOOPBACK4))) {
+            long start = System.nanoTime();
+            List<OutboundHandshake> outs = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                outs.add(agent.connect(listener.handle(), route(listener.handle()), bytes("x")));
+                outs.getLast().poll();
+                listener.pollInbound();
+            }
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(ms < 500, "20 connect/poll/pollInbound calls took " + ms + " ms");
+            outs.forEach(OutboundHandshake::close);
+        }
+    }
+
+    @Test
+    void manyConcurrentConnectsAllComplete() throws Exception {
+        int n = 48;
+        try (HandshakeListener listener = agent.listen(List.of(LOOPBACK4));
+             ExecutorService pool = Executors.newFixedThreadPool(8)) {
+            List<Future<OutboundHandshake>> futures = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                byte[] payload = bytes("connector " + i);
+                futures.add(pool.submit(() -> agent.connect(listener.handle(), route(listener.handle()), payload)));
+            }
+            // The acceptor echoes each payload back, so every connector can check it got its own reply.
+            int accepted = 0;
+            long end = System.nanoTime() + 10_000_000_000L;
+            while (accepted < n && System.nanoTime() < end) {
+                InboundHandshake in = listener.pollInbound();
+                if (in == null) {
+                    Thread.sleep(1);
+                    continue;
+                }
+                in.accept(in.peerPayload());
+                accepted++;
+            }
+            assertEquals(n, accepted);
+            for (int i = 0; i < n; i++) {
+                OutboundHandshake out = futures.get(i).get();
+                assertEquals(HandshakeStatus.ACTION_REQUIRED, awaitTerminalOrAction(out, 5_000), out::failure);
+                assertArrayEquals(bytes("connector " + i), out.peerPayload());
+                out.confirm();
+            }
+            for (Future<OutboundHandshake> f : futures) {
+                await("complete", 5_000, () -> f.resultNow().poll() == HandshakeStatus.COMPLETE);
+            }
+            assertEquals(0, agent.droppedConnections());
+        }
+    }
+
+    @Test
+    void listenerOnTwoAddressesHasTwoRoutesAndBothWork() throws Exception {
+        HandshakeListener listener;
+        try {
+            listener = agent.listen(List.of(LOOPBACK4, LOOPBACK6));
+        } catch (IOException e) {
+            assumeTrue(false, "no IPv6 loopback here: " + e.getMessage());
+            return;
+        }
+        try (listener) {
+            List<LocalLink> links = List.of(LocalLink.tcp(LOOPBACK4, 0), LocalLink.tcp(LOOPBACK6, 0));
+            List<Route> routes = RouteSelector.select(links, listener.handle());
+            assertEquals(2, routes.size());
+            for (Route r : routes) {
+                OutboundHandshake out = agent.connect(listener.handle(), r, bytes("x"));
+                InboundHandshake in = awaitNonNull("inbound", 2_000, listener::pollInbound);
+                assertEquals(r.peer().port(), in.localAddress().getPort());
+                assertEquals(r.local().prefix().address(), in.remoteAddress().getAddress());
+                in.accept(bytes("y"));
+                awaitTerminalOrAction(out, 2_000);
+                out.confirm();
+                await("complete", 2_000, () -> in.poll() == HandshakeStatus.COMPLETE);
+            }
+        }
+    }
+
+    @Test
+    void closingTheAgentFailsWhatIsPendingAndLaterCalls() throws IOException {
+        HandshakeListener listener = agent.listen(List.of(LOOPBACK4));
+        OutboundHandshake out = agent.connect(listener.handle(), route(listener.handle()), bytes("x"));
+        InboundHandshake in = awaitNonNull("inbound", 2_000, listener::pollInbound);
+        agent.close();
+        assertEquals(HandshakeStatus.FAILED, in.poll());
+        assertEquals(HandshakeStatus.FAILED, out.poll());
+        OutboundHandshake late = agent.connect(listener.handle(), route(listener.handle()), bytes("x"));
+        assertEquals(HandshakeStatus.FAILED, late.poll());
+        assertTrue(late.failure().contains("agent is closed"), late.failure());
+        assertThrows(IOException.class, () -> agent.listen(List.of(LOOPBACK4)));
+    }
+}
