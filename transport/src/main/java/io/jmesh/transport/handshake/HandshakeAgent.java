@@ -64,6 +64,8 @@ public final class HandshakeAgent implements AutoCloseable {
     private final Thread thread;
     private final Queue<Runnable> commands = new ConcurrentLinkedQueue<>();
     private final AtomicLong dropped = new AtomicLong();
+    /** Why the latest counted drop happened; written (agent thread) before {@link #dropped} is incremented. */
+    private volatile String lastDropReason;
     private final WarnLimiter warnings = new WarnLimiter(LOG, 20, TimeUnit.SECONDS.toNanos(1));
     // Agent thread only.
     private final List<Session> sessions = new ArrayList<>();
@@ -261,8 +263,19 @@ public final class HandshakeAgent implements AutoCloseable {
         LOG.debug("jmesh " + format, a);
     }
 
-    void countDropped() {
+    /** Counts a dropped connection; {@code reason} is the text of its WARN (kept for {@link #lastDropReason()}). */
+    void countDropped(String reason) {
+        lastDropReason = reason;
         dropped.incrementAndGet();
+    }
+
+    /**
+     * Why the latest connection counted by {@link #droppedConnections()} was dropped (the text of its WARN, which is
+     * rate-limited and may not have been logged), or null before the first drop. Package-private, for tests: once
+     * {@code droppedConnections()} reads n and no later drop happens, this is the reason of drop n.
+     */
+    String lastDropReason() {
+        return lastDropReason;
     }
 
     void sessionClosed(Session s) {
@@ -372,9 +385,10 @@ public final class HandshakeAgent implements AutoCloseable {
                 }
             }
             if (victim == null) {
-                warn("handshake from {} refused: {}", peer, "the listener already holds its limit of " + cap
-                        + " handshakes waiting for this process to accept them");
-                countDropped();
+                String reason = "the listener already holds its limit of " + cap
+                        + " handshakes waiting for this process to accept them";
+                warn("handshake from {} refused: {}", peer, reason);
+                countDropped(reason);
                 closeQuietly(channel);
                 return;
             }

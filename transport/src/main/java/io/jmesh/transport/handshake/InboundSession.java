@@ -124,7 +124,7 @@ final class InboundSession extends Session {
     /** Tells the client why (it may be a legitimate peer of another version or with a stale handle) and drops it. */
     private void refuse(String reason) {
         agent.warn("handshake from {} refused: {}", peer, reason);
-        agent.countDropped();
+        agent.countDropped(reason);
         state = State.CLOSING;
         stopReading();
         try {
@@ -190,7 +190,7 @@ final class InboundSession extends Session {
             handshake.fail("handshake with " + peer + " dropped: " + reason);
         }
         agent.warn("handshake from {} dropped: {}", peer, reason);
-        agent.countDropped();
+        agent.countDropped(reason);
         close();
     }
 

@@ -77,7 +77,7 @@ public final class DeviceContext implements AutoCloseable {
     }
 
     /** State, active MTU and link layer of a port, from the {@code ibv_query_port} macro. */
-    public record PortAttributes(int state, int activeIbvMtu, int linkLayer, int gidTableLength) {
+    public record PortAttributes(int state, int activeIbvMtu, int linkLayer, int gidTableLength, long maxMessageSize) {
     }
 
     public PortAttributes port(int port) {
@@ -89,7 +89,8 @@ public final class DeviceContext implements AutoCloseable {
                         + Errno.describe(rc), rc);
             }
             return new PortAttributes(ibv_port_attr.state(attr), ibv_port_attr.active_mtu(attr),
-                    Byte.toUnsignedInt(ibv_port_attr.link_layer(attr)), ibv_port_attr.gid_tbl_len(attr));
+                    Byte.toUnsignedInt(ibv_port_attr.link_layer(attr)), ibv_port_attr.gid_tbl_len(attr),
+                    Integer.toUnsignedLong(ibv_port_attr.max_msg_sz(attr)));
         }
     }
 

@@ -1,0 +1,126 @@
+package io.jmesh.transport.rdma;
+
+import io.jmesh.transport.verbs.CompletionQueue;
+import io.jmesh.transport.verbs.DeviceContext;
+import io.jmesh.transport.verbs.MemoryRegion;
+import io.jmesh.transport.verbs.ProtectionDomain;
+import io.jmesh.transport.verbs.QpEndpoint;
+import io.jmesh.transport.verbs.QpOptions;
+import io.jmesh.transport.verbs.QueuePair;
+import io.jmesh.transport.verbs.Wr;
+import io.jmesh.verbs.DataPath;
+import io.jmesh.verbs.VerbsException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One side of a verbs connection: its completion queue, its RC queue pair, and one registered control region (the
+ * CTS FIFO on a sender, CTS staging plus received sizes on a receiver) with scratch space for work requests. It owns
+ * all of these and frees them in order on close: QP, control MR, CQ, memory. The device and PD belong to the fabric.
+ */
+final class Endpoint implements AutoCloseable {
+    static final int WC_BATCH = 16;
+    /** Work requests built per post_send call; the provider copies them, so the scratch is reused at once. */
+    static final int SCRATCH_WRS = 64;
+
+    final DeviceContext device;
+    final DataPath ops;
+    final CompletionQueue cq;
+    final QueuePair qp;
+    final MemorySegment control;
+    final MemoryRegion controlMr;
+    final MemorySegment wcs;
+    final MemorySegment badWr;
+    final MemorySegment scratchWrs;
+    final MemorySegment scratchSges;
+    final MemorySegment recvWr;
+    final int port;
+    final int gidIndex;
+    final byte[] gid;
+    final long maxMessage;
+    final int sendDepth;
+    private final Arena arena;
+    private boolean closed;
+
+    Endpoint(ProtectionDomain pd, int port, int gidIndex, byte[] gid, long controlBytes, QpOptions options) {
+        this.device = pd.device();
+        this.ops = device.dataPath();
+        this.port = port;
+        this.gidIndex = gidIndex;
+        this.gid = gid.clone();
+        this.sendDepth = options.maxSendWr();
+        Arena a = Arena.ofShared();
+        CompletionQueue c = null;
+        QueuePair q = null;
+        MemoryRegion m = null;
+        try {
+            c = new CompletionQueue(device, options.maxSendWr() + options.maxRecvWr());
+            q = new QueuePair(pd, c, c, options);
+            MemorySegment ctl = a.allocate(controlBytes, 4096);
+            m = new MemoryRegion(pd, ctl, MemoryRegion.defaultAccess());
+            q.toInit(port);
+            this.arena = a;
+            this.cq = c;
+            this.qp = q;
+            this.control = ctl;
+            this.controlMr = m;
+            this.wcs = a.allocate(Wr.WC_SIZE * WC_BATCH, 8);
+            this.badWr = a.allocate(8, 8);
+            this.scratchWrs = a.allocate(Wr.SEND_SIZE * SCRATCH_WRS, 8);
+            this.scratchSges = a.allocate(Wr.SGE_SIZE * SCRATCH_WRS, 8);
+            this.recvWr = a.allocate(Wr.RECV_SIZE, 8);
+            for (int i = 0; i < SCRATCH_WRS; i++) {
+                wr[i] = scratchWrs.asSlice(i * Wr.SEND_SIZE, Wr.SEND_SIZE);
+                sge[i] = scratchSges.asSlice(i * Wr.SGE_SIZE, Wr.SGE_SIZE);
+            }
+            this.maxMessage = Math.max(4096, Math.min(device.port(port).maxMessageSize(), 1L << 30));
+        } catch (RuntimeException e) {
+            closeQuietly(q, m, c, a);
+            throw e;
+        }
+    }
+
+    /** Pre-sliced so the data path takes the i-th scratch WR or SGE without allocating. */
+    final MemorySegment[] wr = new MemorySegment[SCRATCH_WRS];
+    final MemorySegment[] sge = new MemorySegment[SCRATCH_WRS];
+
+    QpEndpoint local() {
+        return qp.endpoint(gid, device.port(port).activeIbvMtu());
+    }
+
+    /** INIT → RTR → RTS towards the peer. */
+    void connect(QpEndpoint remote) {
+        qp.toRtr(port, gidIndex, remote);
+        qp.toRts();
+    }
+
+    private static void closeQuietly(QueuePair q, MemoryRegion m, CompletionQueue c, Arena a) {
+        RuntimeException first = null;
+        for (AutoCloseable r : new AutoCloseable[] {q, m, c}) {
+            if (r == null) {
+                continue;
+            }
+            try {
+                r.close();
+            } catch (Exception e) {
+                if (first == null) {
+                    first = e instanceof RuntimeException re ? re : new VerbsException(e.toString());
+                }
+            }
+        }
+        a.close();
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        closeQuietly(qp, controlMr, cq, arena);
+    }
+}

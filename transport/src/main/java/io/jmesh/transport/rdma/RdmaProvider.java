@@ -1,0 +1,218 @@
+package io.jmesh.transport.rdma;
+
+import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.transport.discovery.Discovery;
+import io.jmesh.transport.discovery.DiscoveryResult;
+import io.jmesh.transport.discovery.PortAddress;
+import io.jmesh.transport.discovery.RdmaDevice;
+import io.jmesh.transport.discovery.RdmaPort;
+import io.jmesh.transport.handshake.HandshakeAgent;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.verbs.DeviceContext;
+import io.jmesh.transport.verbs.ProtectionDomain;
+import io.jmesh.transport.verbs.QpOptions;
+import io.jmesh.verbs.Verbs;
+import io.jmesh.verbs.VerbsException;
+import io.jmesh.verbs.VerbsUnavailableException;
+import io.jmesh.verbs.ffi.ibv_gid_entry;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+
+/**
+ * jmesh over verbs: the usable local links (an ACTIVE port's address with its RoCE v2 GID), one device context and
+ * protection domain per device used (opened on first use, closed last), listeners and connectors.
+ *
+ * <pre>{@code
+ * try (RdmaProvider rdma = RdmaProvider.open(JmeshConfig.fromEnvironment())) {
+ *     RdmaListener listener = rdma.listen();          // publish listener.handle().encode()
+ *     RdmaConnect c = rdma.connect(peerHandle);       // then c.poll() until it returns the sender
+ * }
+ * }</pre>
+ */
+public final class RdmaProvider implements AutoCloseable {
+    private static final Logger LOG = LogManager.getLogger(RdmaProvider.class);
+
+    private final Verbs verbs;
+    private final List<LocalLink> links;
+    private final QpOptions options;
+    private final HandshakeAgent agent;
+    private final Map<String, ProtectionDomain> domains = new LinkedHashMap<>();
+    private final List<AutoCloseable> owned = new ArrayList<>();
+    private boolean closed;
+
+    private RdmaProvider(Verbs verbs, List<LocalLink> links, QpOptions options, HandshakeAgent agent) {
+        this.verbs = verbs;
+        this.links = List.copyOf(links);
+        this.options = options;
+        this.agent = agent;
+    }
+
+    /**
+     * Discovers the usable links and opens the provider.
+     *
+     * @throws VerbsUnavailableException when verbs cannot run here, or no port has a usable address; the message says
+     *                                   why and what to do
+     */
+    public static RdmaProvider open(JmeshConfig config) {
+        DiscoveryResult found = Discovery.scan(config);
+        if (found.unavailable() != null) {
+            throw new VerbsUnavailableException(found.unavailable(), 0);
+        }
+        List<LocalLink> links = usableLinks(found);
+        if (links.isEmpty()) {
+            throw new VerbsUnavailableException("no usable RDMA link: no ACTIVE port has an address with a RoCE v2 "
+                    + "GID" + (found.problems().isEmpty() ? "" : " (" + String.join("; ", found.problems()) + ")")
+                    + "; run 'jmesh devices' to see each port and address", 0);
+        }
+        return new RdmaProvider(Verbs.load(), links, QpOptions.from(config), HandshakeAgent.shared());
+    }
+
+    /** Every (device, port, address) that can carry a connection, from a discovery result. */
+    public static List<LocalLink> usableLinks(DiscoveryResult found) {
+        List<LocalLink> links = new ArrayList<>();
+        for (RdmaDevice d : found.devices()) {
+            for (RdmaPort p : d.ports()) {
+                if (!p.active()) {
+                    continue;
+                }
+                for (PortAddress a : p.addresses()) {
+                    if (a.usable() && !a.prefix().address().isLinkLocalAddress()) {
+                        links.add(new LocalLink(d.name(), p.number(), a.gidIndex(), a.prefix(), p.speedMbps()));
+                    }
+                }
+            }
+        }
+        return links;
+    }
+
+    public List<LocalLink> links() {
+        return links;
+    }
+
+    HandshakeAgent agent() {
+        return agent;
+    }
+
+    QpOptions options() {
+        return options;
+    }
+
+    /** The protection domain of a device, opening the device on first use. */
+    synchronized ProtectionDomain domain(String device) {
+        if (closed) {
+            throw new IllegalStateException("the RDMA provider is closed");
+        }
+        ProtectionDomain pd = domains.get(device);
+        if (pd == null) {
+            DeviceContext ctx = DeviceContext.open(verbs, device);
+            try {
+                pd = new ProtectionDomain(ctx);
+            } catch (RuntimeException e) {
+                ctx.close();
+                throw e;
+            }
+            domains.put(device, pd);
+        }
+        return pd;
+    }
+
+    /** The 16 GID bytes at {@code index} of a port, as the peer must address them. */
+    static byte[] gid(DeviceContext device, int port, int index) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment entry = ibv_gid_entry.allocate(arena);
+            int rc = device.verbs().queryGidEx(device.handle(), port, index, entry);
+            if (rc != 0) {
+                throw new VerbsException("GID " + index + " of " + device.name() + " port " + port
+                        + " cannot be read (" + io.jmesh.verbs.Errno.describe(rc) + "); check JMESH_GID_INDEX and "
+                        + "'jmesh devices'", rc);
+            }
+            return ibv_gid_entry.gid(entry).toArray(JAVA_BYTE);
+        }
+    }
+
+    /** The local link whose address is {@code local}, or null. */
+    LocalLink linkFor(InetAddress local) {
+        for (LocalLink l : links) {
+            if (l.prefix().address().equals(local)) {
+                return l;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Registers memory on a device for sending from and receiving into. The caller owns the region and closes it
+     * after the connections that use it.
+     */
+    public io.jmesh.transport.verbs.MemoryRegion register(String device, MemorySegment memory) {
+        return new io.jmesh.transport.verbs.MemoryRegion(domain(device), memory,
+                io.jmesh.transport.verbs.MemoryRegion.defaultAccess());
+    }
+
+    /** Listens on every usable link; the handle carries all their addresses. */
+    public RdmaListener listen() throws IOException {
+        RdmaListener l = new RdmaListener(this, agent.listenOn(links, 0));
+        synchronized (this) {
+            owned.add(l);
+        }
+        return l;
+    }
+
+    /** Starts connecting to a listener's handle; poll the result until it yields the sender. */
+    public RdmaConnect connect(io.jmesh.transport.net.ListenHandle peer) throws io.jmesh.transport.net.NoRouteException {
+        return new RdmaConnect(this, peer);
+    }
+
+    /** Closes listeners, then every protection domain and device, in that order; reports the first failure. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        RuntimeException first = null;
+        for (AutoCloseable c : owned) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                LOG.warn("closing {} failed: {}", c, e.toString());
+                if (first == null) {
+                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
+                }
+            }
+        }
+        for (ProtectionDomain pd : domains.values()) {
+            try {
+                pd.close();
+            } catch (RuntimeException e) {
+                LOG.warn("{}", e.getMessage());
+                if (first == null) {
+                    first = e;
+                }
+            }
+            try {
+                pd.device().close();
+            } catch (RuntimeException e) {
+                LOG.warn("{}", e.getMessage());
+                if (first == null) {
+                    first = e;
+                }
+            }
+        }
+        domains.clear();
+        if (first != null) {
+            throw first;
+        }
+    }
+}

@@ -1,0 +1,29 @@
+package io.jmesh.transport.rdma;
+
+/** Return codes of the data path: a request id (>= 0) or one of these. Nothing on the data path throws. */
+public final class Status {
+    /** Not possible yet (no clear-to-send from the receiver, or all request slots busy): call again later. */
+    public static final int NOT_READY = -1;
+    /** The message is larger than the buffer the receiver posted for it. */
+    public static final int TRUNCATED = -2;
+    /** The connection failed; {@code error()} says why. */
+    public static final int FAILED = -3;
+    /** An argument is out of range (bad request id, too many buffers, negative size). */
+    public static final int BAD_ARGUMENT = -4;
+    /** The connection is closed. */
+    public static final int CLOSED = -5;
+
+    private Status() {
+    }
+
+    public static String describe(int code) {
+        return switch (code) {
+            case NOT_READY -> "not ready";
+            case TRUNCATED -> "message larger than the posted receive buffer";
+            case FAILED -> "connection failed";
+            case BAD_ARGUMENT -> "bad argument";
+            case CLOSED -> "closed";
+            default -> code >= 0 ? "request " + code : "status " + code;
+        };
+    }
+}
