@@ -6,6 +6,7 @@ module io.jmesh.transport {
     requires transitive io.jmesh.verbs;
     requires org.apache.logging.log4j;
 
+    exports io.jmesh.api;
     exports io.jmesh.transport.config;
     exports io.jmesh.transport.discovery;
     exports io.jmesh.transport.handshake;

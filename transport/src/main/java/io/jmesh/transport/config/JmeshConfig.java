@@ -35,6 +35,30 @@ public final class JmeshConfig {
     public static final Key IB_TRAFFIC_CLASS = new Key("jmesh.ib.tc", "JMESH_IB_TC", null,
             "traffic class (DSCP << 2) of the QPs' GRH");
 
+    public static final Key PROVIDER = new Key("jmesh.provider", "JMESH_PROVIDER", null,
+            "which transport to use: auto (verbs where a usable RDMA link exists, else TCP), rdma, or tcp");
+    public static final Key DISABLE_RDMA = new Key("jmesh.disable.rdma", "JMESH_DISABLE_RDMA", "NCCL_MESH_DISABLE_RDMA",
+            "1 forces the TCP provider (the seed's switch; JMESH_PROVIDER=tcp says the same)");
+    public static final Key ADDRESSES = new Key("jmesh.addresses", "JMESH_ADDRESSES", null,
+            "comma-separated local addresses with prefixes (e.g. 192.168.101.2/24,192.168.100.2/24) that jmesh may "
+                    + "use; unset: every non-link-local address of the RDMA ports (verbs) or of the interfaces (TCP)");
+    public static final Key TCP_SOCKETS = new Key("jmesh.tcp.sockets", "JMESH_TCP_SOCKETS", null,
+            "data sockets per TCP connection (messages are striped across them)");
+    public static final Key HANDSHAKE_TIMEOUT_MS = new Key("jmesh.handshake.timeout.ms", "JMESH_HANDSHAKE_TIMEOUT_MS",
+            "NCCL_MESH_TIMEOUT_MS", "how long one connection handshake may take, in milliseconds");
+    public static final Key HANDSHAKE_MAX_PENDING = new Key("jmesh.handshake.max.pending",
+            "JMESH_HANDSHAKE_MAX_PENDING", null, "half-done inbound handshakes a listener holds before evicting");
+
+    /** All settings, for documentation and 'jmesh doctor'. */
+    public static java.util.List<Key> keys() {
+        return java.util.List.of(PROVIDER, DISABLE_RDMA, ADDRESSES, GID_INDEX, IB_TIMEOUT, IB_RETRY_COUNT,
+                IB_RNR_RETRY, IB_SERVICE_LEVEL, IB_TRAFFIC_CLASS, TCP_SOCKETS, HANDSHAKE_TIMEOUT_MS,
+                HANDSHAKE_MAX_PENDING);
+    }
+
+    /** The transports {@link #provider()} chooses between. */
+    public enum Provider { AUTO, RDMA, TCP }
+
     private final Function<String, String> properties;
     private final Function<String, String> environment;
 
@@ -119,6 +143,56 @@ public final class JmeshConfig {
     /** GRH traffic class (default 0). */
     public int ibTrafficClass() {
         return intValue(IB_TRAFFIC_CLASS, 0, 255, 0);
+    }
+
+    /** auto (default), rdma or tcp; the seed's NCCL_MESH_DISABLE_RDMA=1 means tcp. */
+    public Provider provider() {
+        String[] v = lookup(PROVIDER);
+        if (v == null) {
+            return intValue(DISABLE_RDMA, 0, 1, 0) == 1 ? Provider.TCP : Provider.AUTO;
+        }
+        return switch (v[0].toLowerCase(java.util.Locale.ROOT)) {
+            case "auto" -> Provider.AUTO;
+            case "rdma", "verbs", "ib", "roce" -> Provider.RDMA;
+            case "tcp", "socket" -> Provider.TCP;
+            default -> throw new IllegalArgumentException(v[1] + "='" + v[0] + "' is not valid: expected auto, rdma "
+                    + "or tcp (" + PROVIDER.description() + ")");
+        };
+    }
+
+    /** The configured local addresses, or an empty list for "all". */
+    public java.util.List<io.jmesh.transport.net.IpPrefix> addresses() {
+        String[] v = lookup(ADDRESSES);
+        if (v == null) {
+            return java.util.List.of();
+        }
+        java.util.List<io.jmesh.transport.net.IpPrefix> out = new java.util.ArrayList<>();
+        for (String part : v[0].split(",")) {
+            if (part.isBlank()) {
+                continue;
+            }
+            try {
+                out.add(io.jmesh.transport.net.IpPrefix.parse(part));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(v[1] + ": " + e.getMessage() + " (" + ADDRESSES.description() + ")");
+            }
+        }
+        return java.util.List.copyOf(out);
+    }
+
+    /** Data sockets per TCP connection (default 4). */
+    public int tcpSockets() {
+        return intValue(TCP_SOCKETS, 1, 16, 4);
+    }
+
+    /** Handshake timeout (default 10 s). */
+    public java.time.Duration handshakeTimeout() {
+        return java.time.Duration.ofMillis(intValue(HANDSHAKE_TIMEOUT_MS, 100, 3_600_000, 10_000));
+    }
+
+    /** Half-done inbound handshakes per listener (default 32). */
+    public int handshakeMaxPending() {
+        return intValue(HANDSHAKE_MAX_PENDING, 1, 4096, 32);
     }
 
     /** The forced GID index, or empty to choose per address. */

@@ -40,11 +40,15 @@ final class Endpoint implements AutoCloseable {
     final byte[] gid;
     final long maxMessage;
     final int sendDepth;
+    /** The device's index in the provider, which picks a registration's keys for this device. */
+    final int deviceIndex;
     private final Arena arena;
     private boolean closed;
 
-    Endpoint(ProtectionDomain pd, int port, int gidIndex, byte[] gid, long controlBytes, QpOptions options) {
+    Endpoint(ProtectionDomain pd, int deviceIndex, int port, int gidIndex, byte[] gid, long controlBytes,
+             QpOptions options) {
         this.device = pd.device();
+        this.deviceIndex = deviceIndex;
         this.ops = device.dataPath();
         this.port = port;
         this.gidIndex = gidIndex;

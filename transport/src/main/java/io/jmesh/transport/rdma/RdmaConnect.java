@@ -17,7 +17,7 @@ import org.apache.logging.log4j.Logger;
  * then the {@link RdmaSender}. The route is chosen here (the local link that shares a subnet with the peer, fastest
  * first); the queue pair is created in INIT at once and brought to RTR and RTS when the listener's reply arrives.
  */
-public final class RdmaConnect implements AutoCloseable {
+public final class RdmaConnect implements io.jmesh.api.Connector {
     private static final Logger LOG = LogManager.getLogger(RdmaConnect.class);
 
     private final Route route;
@@ -31,7 +31,8 @@ public final class RdmaConnect implements AutoCloseable {
         LocalLink link = route.local();
         ProtectionDomain pd = provider.domain(link.device());
         byte[] gid = RdmaProvider.gid(pd.device(), link.port(), link.gidIndex());
-        this.endpoint = new Endpoint(pd, link.port(), link.gidIndex(), gid, RdmaSender.CONTROL_BYTES,
+        this.endpoint = new Endpoint(pd, provider.deviceIndex(link.device()), link.port(), link.gidIndex(), gid,
+                RdmaSender.CONTROL_BYTES,
                 provider.options());
         byte[] payload = new ConnectInfo(endpoint.local(), endpoint.control.address(), endpoint.controlMr.rkey())
                 .encode();
@@ -40,9 +41,9 @@ public final class RdmaConnect implements AutoCloseable {
                 route.peer().prefix());
     }
 
-    /** The route this connection takes. */
-    public Route route() {
-        return route;
+    @Override
+    public String route() {
+        return route.local().device() + " " + route.local().prefix() + " -> " + route.peer().prefix();
     }
 
     /**
@@ -52,6 +53,7 @@ public final class RdmaConnect implements AutoCloseable {
      * @throws VerbsException or IllegalStateException naming the cause when the connect failed (everything it
      *                        created is freed)
      */
+    @Override
     public RdmaSender poll() {
         if (done) {
             return sender;

@@ -17,7 +17,7 @@ import java.util.List;
  * Accepts verbs connections: {@link #accept()} never blocks; it returns a receiver whose handshake has completed, or
  * null. A connector's data is checked before anything is created for it; a bad one is rejected with the reason.
  */
-public final class RdmaListener implements AutoCloseable {
+public final class RdmaListener implements io.jmesh.api.Listener {
     private static final Logger LOG = LogManager.getLogger(RdmaListener.class);
 
     private record Pending(InboundHandshake handshake, Endpoint endpoint, RdmaReceiver receiver) {
@@ -34,11 +34,22 @@ public final class RdmaListener implements AutoCloseable {
     }
 
     /** The handle to give connectors: every local address with its prefix, the ports, the secret. */
-    public ListenHandle handle() {
+    public ListenHandle listenHandle() {
         return listener.handle();
     }
 
+    @Override
+    public byte[] handle() {
+        return listener.handle().encode();
+    }
+
+    @Override
+    public String handleText() {
+        return listener.handle().toString();
+    }
+
     /** A connected receiver, or null while none has completed. */
+    @Override
     public synchronized RdmaReceiver accept() {
         if (closed) {
             throw new IllegalStateException("the listener is closed");
@@ -75,7 +86,8 @@ public final class RdmaListener implements AutoCloseable {
             }
             ProtectionDomain pd = provider.domain(link.device());
             byte[] gid = RdmaProvider.gid(pd.device(), link.port(), link.gidIndex());
-            ep = new Endpoint(pd, link.port(), link.gidIndex(), gid, RdmaReceiver.CONTROL_BYTES, provider.options());
+            ep = new Endpoint(pd, provider.deviceIndex(link.device()), link.port(), link.gidIndex(), gid,
+                    RdmaReceiver.CONTROL_BYTES, provider.options());
             ep.connect(peer.qp());
             RdmaReceiver receiver = new RdmaReceiver(ep, peer.controlAddress(), peer.controlRkey());
             long sizes = ep.control.address() + Cts.FIFO_BYTES;

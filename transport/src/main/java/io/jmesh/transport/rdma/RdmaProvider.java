@@ -40,11 +40,12 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  * }
  * }</pre>
  */
-public final class RdmaProvider implements AutoCloseable {
+public final class RdmaProvider implements io.jmesh.api.Provider {
     private static final Logger LOG = LogManager.getLogger(RdmaProvider.class);
 
     private final Verbs verbs;
     private final List<LocalLink> links;
+    private final List<String> devices;
     private final QpOptions options;
     private final HandshakeAgent agent;
     private final Map<String, ProtectionDomain> domains = new LinkedHashMap<>();
@@ -54,6 +55,7 @@ public final class RdmaProvider implements AutoCloseable {
     private RdmaProvider(Verbs verbs, List<LocalLink> links, QpOptions options, HandshakeAgent agent) {
         this.verbs = verbs;
         this.links = List.copyOf(links);
+        this.devices = links.stream().map(LocalLink::device).distinct().toList();
         this.options = options;
         this.agent = agent;
     }
@@ -96,6 +98,21 @@ public final class RdmaProvider implements AutoCloseable {
         return links;
     }
 
+    @Override
+    public String name() {
+        return "rdma";
+    }
+
+    /** The index of a device among this provider's devices. */
+    int deviceIndex(String device) {
+        int i = devices.indexOf(device);
+        if (i < 0) {
+            throw new IllegalArgumentException("device " + device + " has no usable link");
+        }
+        return i;
+    }
+
+    @Override
     public List<LocalLink> links() {
         return links;
     }
@@ -152,15 +169,30 @@ public final class RdmaProvider implements AutoCloseable {
     }
 
     /**
-     * Registers memory on a device for sending from and receiving into. The caller owns the region and closes it
-     * after the connections that use it.
+     * Registers memory on every device for sending from, receiving into, and one-sided access. The caller owns the
+     * registration and closes it after the connections that use it.
      */
-    public io.jmesh.transport.verbs.MemoryRegion register(String device, MemorySegment memory) {
-        return new io.jmesh.transport.verbs.MemoryRegion(domain(device), memory,
-                io.jmesh.transport.verbs.MemoryRegion.defaultAccess());
+    @Override
+    public io.jmesh.api.Registration register(MemorySegment memory) {
+        io.jmesh.transport.verbs.MemoryRegion[] regions = new io.jmesh.transport.verbs.MemoryRegion[devices.size()];
+        try {
+            for (int i = 0; i < regions.length; i++) {
+                regions[i] = new io.jmesh.transport.verbs.MemoryRegion(domain(devices.get(i)), memory,
+                        io.jmesh.transport.verbs.MemoryRegion.defaultAccess());
+            }
+        } catch (RuntimeException e) {
+            for (io.jmesh.transport.verbs.MemoryRegion r : regions) {
+                if (r != null) {
+                    r.close();
+                }
+            }
+            throw e;
+        }
+        return new RdmaRegistration(memory, regions);
     }
 
     /** Listens on every usable link; the handle carries all their addresses. */
+    @Override
     public RdmaListener listen() throws IOException {
         RdmaListener l = new RdmaListener(this, agent.listenOn(links, 0));
         synchronized (this) {
@@ -170,6 +202,7 @@ public final class RdmaProvider implements AutoCloseable {
     }
 
     /** Starts connecting to a listener's handle; poll the result until it yields the sender. */
+    @Override
     public RdmaConnect connect(io.jmesh.transport.net.ListenHandle peer) throws io.jmesh.transport.net.NoRouteException {
         return new RdmaConnect(this, peer);
     }

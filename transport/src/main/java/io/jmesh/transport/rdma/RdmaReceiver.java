@@ -1,5 +1,6 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.api.Status;
 import io.jmesh.transport.verbs.Wr;
 import io.jmesh.verbs.Errno;
 import io.jmesh.verbs.ffi.verbs_h;
@@ -17,7 +18,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *
  * <p>One thread calls {@link #irecv} and {@link #test}. Nothing here allocates, locks, or throws on the normal path.
  */
-public final class RdmaReceiver implements AutoCloseable {
+public final class RdmaReceiver implements io.jmesh.api.Receiver {
     static final long SIZES_BYTES = (long) Cts.MAX_REQUESTS * Cts.MAX_RECVS * 8;
     static final long CONTROL_BYTES = Cts.FIFO_BYTES + SIZES_BYTES;
     /** wr_id bit of clear-to-send writes, whose completions only free send-queue entries. */
@@ -39,6 +40,8 @@ public final class RdmaReceiver implements AutoCloseable {
     private final long[] received = new long[Cts.MAX_REQUESTS * Cts.MAX_RECVS];
     private final boolean[] busy = new boolean[Cts.MAX_REQUESTS];
     private final boolean[] complete = new boolean[Cts.MAX_REQUESTS];
+    private final long[] scratchAddrs = new long[Cts.MAX_RECVS];
+    private final int[] scratchRkeys = new int[Cts.MAX_RECVS];
     private long head;
     private volatile String error;
     private boolean closed;
@@ -50,6 +53,22 @@ public final class RdmaReceiver implements AutoCloseable {
         this.staging = ep.control.asSlice(0, Cts.FIFO_BYTES);
         this.sizes = ep.control.asSlice(Cts.FIFO_BYTES, SIZES_BYTES);
         this.controlLkey = ep.controlMr.lkey();
+    }
+
+    @Override
+    public int irecv(int n, io.jmesh.api.Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags) {
+        if (n < 1 || n > Cts.MAX_RECVS || registrations.length < n || offsets.length < n || maxSizes.length < n
+                || tags.length < n) {
+            return Status.BAD_ARGUMENT;
+        }
+        for (int i = 0; i < n; i++) {
+            if (!(registrations[i] instanceof RdmaRegistration r) || !r.contains(offsets[i], maxSizes[i])) {
+                return Status.BAD_ARGUMENT;
+            }
+            scratchAddrs[i] = r.address + offsets[i];
+            scratchRkeys[i] = r.rkey(ep.deviceIndex);
+        }
+        return irecv(n, scratchAddrs, maxSizes, scratchRkeys, tags);
     }
 
     /**
@@ -107,6 +126,7 @@ public final class RdmaReceiver implements AutoCloseable {
      *
      * @return 1 when complete (sizes from {@link #size(int, int)}), 0 while in flight, or a {@link Status}
      */
+    @Override
     public int test(int request) {
         if (request < 0 || request >= Cts.MAX_REQUESTS || !busy[request]) {
             return Status.BAD_ARGUMENT;
@@ -124,6 +144,7 @@ public final class RdmaReceiver implements AutoCloseable {
     }
 
     /** Bytes received into buffer i of a completed request. */
+    @Override
     public long size(int request, int i) {
         return received[request * Cts.MAX_RECVS + i];
     }
@@ -172,6 +193,7 @@ public final class RdmaReceiver implements AutoCloseable {
         return Status.FAILED;
     }
 
+    @Override
     public String error() {
         return error;
     }

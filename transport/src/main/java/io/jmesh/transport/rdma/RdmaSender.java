@@ -1,5 +1,6 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.api.Status;
 import io.jmesh.transport.verbs.Wr;
 import io.jmesh.verbs.Errno;
 import io.jmesh.verbs.ffi.verbs_h;
@@ -19,7 +20,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * <p>One thread calls {@link #isend} and {@link #test}. Nothing here allocates, locks, or throws on the normal path:
  * results are request ids (>= 0) or {@link Status} codes.
  */
-public final class RdmaSender implements AutoCloseable {
+public final class RdmaSender implements io.jmesh.api.Sender {
     static final long SIZES_BYTES = (long) Cts.MAX_REQUESTS * Cts.MAX_RECVS * 8;
     static final long CONTROL_BYTES = Cts.FIFO_BYTES + SIZES_BYTES;
     /** Immediate meaning "read the sizes from the size array"; a plain immediate is a size below 2^31. */
@@ -64,6 +65,14 @@ public final class RdmaSender implements AutoCloseable {
         this.sizesStaging = ep.control.asSlice(Cts.FIFO_BYTES, SIZES_BYTES);
         this.sizesStagingAddress = sizesStaging.address();
         this.controlLkey = ep.controlMr.lkey();
+    }
+
+    @Override
+    public int isend(io.jmesh.api.Registration registration, long offset, long length, int tag) {
+        if (!(registration instanceof RdmaRegistration r) || !r.contains(offset, length)) {
+            return Status.BAD_ARGUMENT;
+        }
+        return isend(r.address + offset, length, r.lkey(ep.deviceIndex), tag);
     }
 
     /**
@@ -234,6 +243,7 @@ public final class RdmaSender implements AutoCloseable {
      *
      * @return 1 when the request is complete (its size is {@link #size(int)}), 0 while in flight, or a {@link Status}
      */
+    @Override
     public int test(int request) {
         if (request < 0 || request >= Cts.MAX_REQUESTS * Cts.MAX_RECVS) {
             return Status.BAD_ARGUMENT;
@@ -255,6 +265,7 @@ public final class RdmaSender implements AutoCloseable {
     }
 
     /** The size sent by a completed request. */
+    @Override
     public long size(int request) {
         return size[request];
     }
@@ -290,6 +301,7 @@ public final class RdmaSender implements AutoCloseable {
     }
 
     /** Why the connection failed, or null. */
+    @Override
     public String error() {
         return error;
     }

@@ -1,13 +1,19 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.api.Receiver;
+import io.jmesh.api.Registration;
+import io.jmesh.api.Sender;
+import io.jmesh.api.Status;
 import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.testbed.TestbedEnv;
-import io.jmesh.transport.verbs.MemoryRegion;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -27,44 +33,52 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * The verbs transport end to end inside the Soft-RoCE testbed. Every guest listens and connects to every peer over
- * the link they share; then each sends to each: every size class from 0 B to 64 MiB including odd sizes, with
- * checksums, 32 messages in flight, grouped receives matched by tag.
+ * The verbs transport end to end inside the Soft-RoCE testbed, on any topology: every guest listens and connects to
+ * every peer over the link they share, then each sends to each: every size class from 0 B to 64 MiB including odd
+ * sizes, checksummed; 32 messages in flight; grouped receives matched by tag. Every guest runs the same methods in
+ * the same order, so the two ends of each exchange meet.
  */
 @Tag("rdma")
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RdmaMeshTest {
-    private static final Duration TIMEOUT = Duration.ofSeconds(240);
+    private static final Duration TIMEOUT = Duration.ofSeconds(300);
+    private static final long BUF = (64L << 20) + 4096;
     private static RdmaProvider provider;
     private static RdmaListener listener;
     private static final Map<String, RdmaSender> senders = new HashMap<>();
     private static final Map<String, RdmaReceiver> receivers = new HashMap<>();
-    private static final Map<String, MemoryRegion> regions = new HashMap<>();
+    private static final Map<String, String> routes = new HashMap<>();
     private static Arena arena;
     private static MemorySegment sendBuf;
     private static MemorySegment recvBuf;
-    private static final long BUF = (64L << 20) + 4096;
+    private static Registration sendReg;
+    private static Registration recvReg;
 
     @BeforeAll
     static void connectToEveryPeer() throws Exception {
         TestbedEnv.require();
         String me = TestbedEnv.name();
+        List<String> peers = TestbedEnv.peers();
         provider = RdmaProvider.open(JmeshConfig.fromEnvironment());
         listener = provider.listen();
-        TestbedEnv.publish("handle-" + me, HexFormat.of().formatHex(listener.handle().encode()));
+        TestbedEnv.publish("handle-" + me, HexFormat.of().formatHex(listener.handle()));
         arena = Arena.ofShared();
         sendBuf = arena.allocate(BUF, 4096);
-        recvBuf = arena.allocate(BUF * Math.max(1, TestbedEnv.peers().size()), 4096);
+        recvBuf = arena.allocate(BUF * Math.max(1, peers.size()), 4096);
+        sendReg = provider.register(sendBuf);
+        recvReg = provider.register(recvBuf);
 
         Map<String, RdmaConnect> connecting = new HashMap<>();
-        for (String peer : TestbedEnv.peers()) {
+        for (String peer : peers) {
             ListenHandle h = ListenHandle.decode(HexFormat.of().parseHex(TestbedEnv.await("handle-" + peer, TIMEOUT)
                     .trim()));
-            connecting.put(peer, provider.connect(h));
+            RdmaConnect c = provider.connect(h);
+            connecting.put(peer, c);
+            routes.put(peer, c.route());
         }
-        // the first message on each connection names its sender, so each receiver learns its peer
         List<RdmaReceiver> anonymous = new ArrayList<>();
         long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        while (senders.size() < connecting.size() || anonymous.size() < connecting.size()) {
+        while (senders.size() < peers.size() || anonymous.size() < peers.size()) {
             for (var e : connecting.entrySet()) {
                 if (!senders.containsKey(e.getKey())) {
                     RdmaSender s = e.getValue().poll();
@@ -83,50 +97,38 @@ class RdmaMeshTest {
             }
             Thread.onSpinWait();
         }
-        for (String d : List.of(senders.values().stream().map(RdmaSender::device).distinct().toArray(String[]::new))) {
-            regions.computeIfAbsent(d, dev -> provider.register(dev, sendBuf));
-        }
-        // name exchange: each receiver posts a 64-byte buffer in the receive region, each sender sends its name
-        long[] addrs = new long[1];
-        long[] sizes = {64};
-        int[] rkeys = new int[1];
-        int[] tags = {0};
-        MemorySegment names = arena.allocate(64L * anonymous.size(), 64);
+        // the first message on each connection names its sender, so each receiver learns its peer
         int[] requests = new int[anonymous.size()];
         for (int i = 0; i < anonymous.size(); i++) {
-            RdmaReceiver r = anonymous.get(i);
-            MemoryRegion mr = regions.computeIfAbsent("names-" + r.device() + i,
-                    k -> provider.register(r.device(), names));
-            addrs[0] = names.address() + 64L * i;
-            rkeys[0] = mr.rkey();
-            requests[i] = r.irecv(1, addrs, sizes, rkeys, tags);
+            requests[i] = anonymous.get(i).irecv(1, new Registration[] {recvReg}, new long[] {64L * i},
+                    new long[] {64}, new int[] {0});
             assertTrue(requests[i] >= 0, "irecv: " + Status.describe(requests[i]));
         }
         byte[] myName = me.getBytes();
-        for (var e : senders.entrySet()) {
-            MemorySegment.copy(myName, 0, sendBuf, JAVA_BYTE, 0, myName.length);
-            int req = awaitRequest(() -> e.getValue().isend(sendBuf.address(), myName.length,
-                    regions.get(e.getValue().device()).lkey(), 0), e.getValue()::error);
-            awaitDone(() -> e.getValue().test(req), e.getValue()::error);
+        MemorySegment.copy(myName, 0, sendBuf, JAVA_BYTE, 0, myName.length);
+        for (RdmaSender s : senders.values()) {
+            int req = awaitRequest(() -> s.isend(sendReg, 0, myName.length, 0), s);
+            awaitDone(() -> s.test(req), s);
         }
         for (int i = 0; i < anonymous.size(); i++) {
             RdmaReceiver r = anonymous.get(i);
             int req = requests[i];
-            awaitDone(() -> r.test(req), r::error);
-            String from = new String(names.asSlice(64L * i, r.size(req, 0)).toArray(JAVA_BYTE));
-            receivers.put(from, r);
+            awaitDone(() -> r.test(req), r);
+            receivers.put(new String(recvBuf.asSlice(64L * i, r.size(req, 0)).toArray(JAVA_BYTE)), r);
         }
         assertEquals(senders.keySet(), receivers.keySet());
-        for (String d : receivers.values().stream().map(RdmaReceiver::device).distinct().toList()) {
-            regions.computeIfAbsent("recv-" + d, k -> provider.register(d, recvBuf));
-        }
+        System.out.println(me + " connected: " + routes);
     }
 
     @AfterAll
     static void closeInOrder() {
-        senders.values().forEach(RdmaSender::close);
-        receivers.values().forEach(RdmaReceiver::close);
-        regions.values().forEach(MemoryRegion::close);
+        senders.values().forEach(Sender::close);
+        receivers.values().forEach(Receiver::close);
+        for (Registration r : new Registration[] {sendReg, recvReg}) {
+            if (r != null) {
+                r.close();
+            }
+        }
         if (listener != null) {
             listener.close();
         }
@@ -142,11 +144,7 @@ class RdmaMeshTest {
         int call();
     }
 
-    interface Error {
-        String get();
-    }
-
-    private static int awaitRequest(Call c, Error error) {
+    private static int awaitRequest(Call c, Object conn) {
         long deadline = System.nanoTime() + TIMEOUT.toNanos();
         while (true) {
             int r = c.call();
@@ -154,7 +152,7 @@ class RdmaMeshTest {
                 return r;
             }
             if (r != Status.NOT_READY) {
-                fail(Status.describe(r) + ": " + error.get());
+                fail(Status.describe(r) + ": " + error(conn));
             }
             if (System.nanoTime() > deadline) {
                 fail("no clear-to-send within " + TIMEOUT.toSeconds() + " s");
@@ -163,7 +161,7 @@ class RdmaMeshTest {
         }
     }
 
-    private static void awaitDone(Call test, Error error) {
+    private static void awaitDone(Call test, Object conn) {
         long deadline = System.nanoTime() + TIMEOUT.toNanos();
         int r;
         while ((r = test.call()) == 0) {
@@ -173,8 +171,12 @@ class RdmaMeshTest {
             Thread.onSpinWait();
         }
         if (r != 1) {
-            fail(Status.describe(r) + ": " + error.get());
+            fail(Status.describe(r) + ": " + error(conn));
         }
+    }
+
+    private static String error(Object conn) {
+        return conn instanceof Sender s ? s.error() : ((Receiver) conn).error();
     }
 
     /** Deterministic content for message k from sender s, so the receiver can check every byte by checksum. */
@@ -198,118 +200,113 @@ class RdmaMeshTest {
     private static final long[] SIZES = {0, 1, 7, 4095, 4096, 4097, 65_537, (1 << 20) + 3, (8 << 20) + 1, 64L << 20};
 
     @Test
-    void everySizeFromZeroTo64MiBArrivesIntactFromEveryPeer() throws Exception {
+    @Order(1)
+    void everySizeFromZeroTo64MiBArrivesIntactFromEveryPeer() {
         TestbedEnv.require();
         String me = TestbedEnv.name();
         List<String> peers = TestbedEnv.peers();
-        long[] addrs = new long[1];
-        long[] max = {BUF};
-        int[] rkeys = new int[1];
-        int[] tags = {7};
+        MemorySegment scratch = arena.allocate(BUF, 4096);
         for (int k = 0; k < SIZES.length; k++) {
             long size = SIZES[k];
-            // post one receive per peer, then send to each peer, then check what arrived
             int[] rreq = new int[peers.size()];
             for (int p = 0; p < peers.size(); p++) {
-                RdmaReceiver r = receivers.get(peers.get(p));
-                addrs[0] = recvBuf.address() + BUF * p;
-                rkeys[0] = regions.get("recv-" + r.device()).rkey();
-                rreq[p] = r.irecv(1, addrs, max, rkeys, tags);
+                rreq[p] = receivers.get(peers.get(p)).irecv(1, new Registration[] {recvReg}, new long[] {BUF * p},
+                        new long[] {BUF}, new int[] {7});
                 assertTrue(rreq[p] >= 0, Status.describe(rreq[p]));
             }
             fill(sendBuf, size, me, k);
             for (String peer : peers) {
                 RdmaSender s = senders.get(peer);
-                int req = awaitRequest(() -> s.isend(sendBuf.address(), size, regions.get(s.device()).lkey(), 7),
-                        s::error);
-                awaitDone(() -> s.test(req), s::error);
+                int req = awaitRequest(() -> s.isend(sendReg, 0, size, 7), s);
+                awaitDone(() -> s.test(req), s);
                 assertEquals(size, s.size(req));
             }
             for (int p = 0; p < peers.size(); p++) {
                 RdmaReceiver r = receivers.get(peers.get(p));
                 int req = rreq[p];
-                awaitDone(() -> r.test(req), r::error);
+                awaitDone(() -> r.test(req), r);
                 assertEquals(size, r.size(req, 0), "size of message " + k + " from " + peers.get(p));
-                MemorySegment got = recvBuf.asSlice(BUF * p, BUF);
-                long expected = fill(sendBuf, size, peers.get(p), k);
-                assertEquals(expected, crc(got, size), "checksum of " + size + "-byte message from " + peers.get(p));
+                assertEquals(fill(scratch, size, peers.get(p), k), crc(recvBuf.asSlice(BUF * p, BUF), size),
+                        "checksum of the " + size + "-byte message from " + peers.get(p));
             }
         }
     }
 
     @Test
-    void thirtyTwoMessagesInFlightAndGroupedReceivesMatchByTag() throws Exception {
+    @Order(2)
+    void thirtyTwoMessagesInFlightAndGroupedReceivesMatchByTag() {
         TestbedEnv.require();
         String me = TestbedEnv.name();
         List<String> peers = TestbedEnv.peers();
-        int inFlight = Cts.MAX_REQUESTS;
+        int singles = Cts.MAX_REQUESTS - 1;
         long slice = 4096 + 17;
-        // the receiver posts 32 receives, the last 8 of them one grouped receive of 4 buffers with tags 3,1,0,2
+        int[] postedTags = {3, 1, 0, 2};
+        Map<String, int[]> pending = new HashMap<>();
+        // 31 single receives and one grouped receive of 4 buffers: 32 requests in flight per connection
         for (int p = 0; p < peers.size(); p++) {
             RdmaReceiver r = receivers.get(peers.get(p));
-            int rkey = regions.get("recv-" + r.device()).rkey();
-            long base = recvBuf.address() + BUF * p;
-            int[] reqs = new int[inFlight];
-            for (int i = 0; i < inFlight - 1; i++) {
-                reqs[i] = r.irecv(1, new long[] {base + i * slice}, new long[] {slice}, new int[] {rkey},
-                        new int[] {100 + i});
+            int[] reqs = new int[singles + 1];
+            for (int i = 0; i < singles; i++) {
+                reqs[i] = r.irecv(1, new Registration[] {recvReg}, new long[] {BUF * p + i * slice},
+                        new long[] {slice}, new int[] {100 + i});
                 assertTrue(reqs[i] >= 0, "irecv " + i + ": " + Status.describe(reqs[i]));
             }
-            long[] group = new long[4];
+            long[] offsets = new long[4];
             for (int g = 0; g < 4; g++) {
-                group[g] = base + (inFlight + g) * slice;
+                offsets[g] = BUF * p + (singles + g) * slice;
             }
-            reqs[inFlight - 1] = r.irecv(4, group, new long[] {slice, slice, slice, slice},
-                    new int[] {rkey, rkey, rkey, rkey}, new int[] {3, 1, 0, 2});
-            assertTrue(reqs[inFlight - 1] >= 0);
-            pendingReceives.put(peers.get(p), reqs);
+            reqs[singles] = r.irecv(4, new Registration[] {recvReg, recvReg, recvReg, recvReg}, offsets,
+                    new long[] {slice, slice, slice, slice}, postedTags);
+            assertTrue(reqs[singles] >= 0, Status.describe(reqs[singles]));
+            assertEquals(Status.NOT_READY, r.irecv(1, new Registration[] {recvReg}, new long[] {0},
+                    new long[] {1}, new int[] {0}), "a 33rd receive must wait");
+            pending.put(peers.get(p), reqs);
+        }
+        for (int i = 0; i < singles; i++) {
+            fill(sendBuf.asSlice(i * slice, slice), slice - i, me, 1000 + i);
+        }
+        int[] sendOrder = {2, 0, 3, 1};
+        for (int tag : sendOrder) {
+            fill(sendBuf.asSlice((singles + tag) * slice, slice), 100 + tag, me, 2000 + tag);
         }
         for (String peer : peers) {
             RdmaSender s = senders.get(peer);
-            int lkey = regions.get(s.device()).lkey();
-            int[] reqs = new int[inFlight - 1 + 4];
-            for (int i = 0; i < inFlight - 1; i++) {
-                MemorySegment m = sendBuf.asSlice(i * slice, slice);
-                fill(m, slice - i, me, 1000 + i);
-                int tag = 100 + i;
+            int[] reqs = new int[singles + 4];
+            for (int i = 0; i < singles; i++) {
+                long off = i * slice;
                 long len = slice - i;
-                reqs[i] = awaitRequest(() -> s.isend(m.address(), len, lkey, tag), s::error);
+                int tag = 100 + i;
+                reqs[i] = awaitRequest(() -> s.isend(sendReg, off, len, tag), s);
             }
-            int[] order = {2, 0, 3, 1}; // tags, sent in another order than posted
             for (int j = 0; j < 4; j++) {
-                int tag = order[j];
-                MemorySegment m = sendBuf.asSlice((inFlight + j) * slice, slice);
-                fill(m, 100 + tag, me, 2000 + tag);
-                reqs[inFlight - 1 + j] = awaitRequest(() -> s.isend(m.address(), 100 + tag, lkey, tag), s::error);
+                int tag = sendOrder[j];
+                reqs[singles + j] = awaitRequest(() -> s.isend(sendReg, (singles + tag) * slice, 100 + tag, tag), s);
             }
             for (int req : reqs) {
-                awaitDone(() -> s.test(req), s::error);
+                awaitDone(() -> s.test(req), s);
             }
         }
+        MemorySegment scratch = arena.allocate(slice);
         for (int p = 0; p < peers.size(); p++) {
             String peer = peers.get(p);
             RdmaReceiver r = receivers.get(peer);
-            int[] reqs = pendingReceives.get(peer);
-            MemorySegment base = recvBuf.asSlice(BUF * p, BUF);
-            MemorySegment scratch = arena.allocate(slice);
-            for (int i = 0; i < inFlight - 1; i++) {
+            int[] reqs = pending.get(peer);
+            for (int i = 0; i < singles; i++) {
                 int req = reqs[i];
-                awaitDone(() -> r.test(req), r::error);
+                awaitDone(() -> r.test(req), r);
                 assertEquals(slice - i, r.size(req, 0));
-                assertEquals(fill(scratch, slice - i, peer, 1000 + i), crc(base.asSlice(i * slice, slice), slice - i),
-                        "message " + i + " from " + peer);
+                assertEquals(fill(scratch, slice - i, peer, 1000 + i),
+                        crc(recvBuf.asSlice(BUF * p + i * slice, slice), slice - i), "message " + i + " from " + peer);
             }
-            int group = reqs[inFlight - 1];
-            awaitDone(() -> r.test(group), r::error);
-            int[] postedTags = {3, 1, 0, 2};
+            int group = reqs[singles];
+            awaitDone(() -> r.test(group), r);
             for (int g = 0; g < 4; g++) {
                 int tag = postedTags[g];
-                assertEquals(100 + tag, r.size(group, g), "grouped buffer " + g + " (tag " + tag + ")");
+                assertEquals(100 + tag, r.size(group, g), "grouped buffer " + g + " (tag " + tag + ") from " + peer);
                 assertEquals(fill(scratch, 100 + tag, peer, 2000 + tag),
-                        crc(base.asSlice((inFlight + g) * slice, slice), 100 + tag), "grouped buffer " + g);
+                        crc(recvBuf.asSlice(BUF * p + (singles + g) * slice, slice), 100 + tag),
+                        "grouped buffer " + g + " from " + peer);
             }
         }
     }
-
-    private static final Map<String, int[]> pendingReceives = new HashMap<>();
 }

@@ -1,14 +1,14 @@
-package io.jmesh.transport.rdma;
+package io.jmesh.api;
 
 /** Return codes of the data path: a request id (>= 0) or one of these. Nothing on the data path throws. */
 public final class Status {
-    /** Not possible yet (no clear-to-send from the receiver, or all request slots busy): call again later. */
+    /** Not possible yet (no matching receive posted by the peer, or all request slots busy): call again later. */
     public static final int NOT_READY = -1;
     /** The message is larger than the buffer the receiver posted for it. */
     public static final int TRUNCATED = -2;
     /** The connection failed; {@code error()} says why. */
     public static final int FAILED = -3;
-    /** An argument is out of range (bad request id, too many buffers, negative size). */
+    /** An argument is out of range (bad request id, too many buffers, a range outside the registration). */
     public static final int BAD_ARGUMENT = -4;
     /** The connection is closed. */
     public static final int CLOSED = -5;

@@ -1,0 +1,17 @@
+package io.jmesh.api;
+
+/**
+ * A connect in progress: {@link #poll()} returns null until the handshake is complete, then the sender; it throws,
+ * naming the cause, when the connect failed.
+ */
+public interface Connector extends AutoCloseable {
+    /** The sender once connected, null while in progress. */
+    Sender poll();
+
+    /** A description of the link this connection uses, e.g. "rxe0 192.168.101.2/24 -> 192.168.101.3/24". */
+    String route();
+
+    /** Abandons the connect if it has not completed. */
+    @Override
+    void close();
+}

@@ -1,0 +1,28 @@
+package io.jmesh.api;
+
+import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.net.NoRouteException;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
+/** A transport behind the API: verbs ({@code rdma}) or sockets ({@code tcp}). {@link Fabric} picks one. */
+public interface Provider extends AutoCloseable {
+    /** "rdma" or "tcp". */
+    String name();
+
+    /** The local links this provider can use, each an address with its prefix (and device for verbs). */
+    List<LocalLink> links();
+
+    Listener listen() throws IOException;
+
+    /** Starts a connect over the local link that shares a subnet with one of the peer's addresses. */
+    Connector connect(ListenHandle peer) throws NoRouteException;
+
+    Registration register(MemorySegment memory);
+
+    @Override
+    void close();
+}

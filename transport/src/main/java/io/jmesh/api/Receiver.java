@@ -1,0 +1,38 @@
+package io.jmesh.api;
+
+/**
+ * The receiving end of a connection (what {@link Listener#accept()} yields). {@link #irecv} posts up to
+ * {@link #MAX_RECVS} buffers as one grouped receive, each matched to a send by tag; {@link #test} reports the real
+ * received sizes. Poll-style and allocation-free; one thread at a time uses a receiver.
+ *
+ * <pre>{@code
+ * int req = receiver.irecv(1, new Registration[] {reg}, new long[] {0}, new long[] {reg.length()}, new int[] {tag});
+ * while (receiver.test(req) == 0) { }
+ * long got = receiver.size(req, 0);
+ * }</pre>
+ */
+public interface Receiver extends AutoCloseable {
+    /** The most buffers in one grouped receive. */
+    int MAX_RECVS = 8;
+
+    /**
+     * Posts a grouped receive: buffer i is bytes [offsets[i], offsets[i] + maxSizes[i]) of registrations[i], and
+     * takes the message sent with tags[i].
+     *
+     * @return a request id, or {@link Status#NOT_READY} (too many receives in flight), {@link Status#BAD_ARGUMENT},
+     *         {@link Status#FAILED}, {@link Status#CLOSED}
+     */
+    int irecv(int n, Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags);
+
+    /** @return 1 when the request completed, 0 while in flight, or a negative {@link Status} */
+    int test(int request);
+
+    /** Bytes received into buffer i of a completed request. */
+    long size(int request, int i);
+
+    /** Why the connection failed, or null. */
+    String error();
+
+    @Override
+    void close();
+}

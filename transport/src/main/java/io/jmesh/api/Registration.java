@@ -1,0 +1,19 @@
+package io.jmesh.api;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Memory registered with a fabric for sending from, receiving into, and one-sided access by peers. On verbs it holds
+ * one memory region per device; on TCP it only holds the segment. Close it after the connections that use it.
+ */
+public interface Registration extends AutoCloseable {
+    /** The registered memory. */
+    MemorySegment memory();
+
+    default long length() {
+        return memory().byteSize();
+    }
+
+    @Override
+    void close();
+}

@@ -1,0 +1,37 @@
+package io.jmesh.api;
+
+/**
+ * The sending end of a connection (what {@link Connector#poll()} yields). Poll-style and allocation-free: {@link
+ * #isend} returns a request id (>= 0) or a {@link Status} code, {@link #test} reports on it. One thread at a time
+ * uses a sender.
+ *
+ * <pre>{@code
+ * int req;
+ * while ((req = sender.isend(reg, data, 0, data.byteSize(), tag)) == Status.NOT_READY) { }   // waits for the receiver
+ * while (sender.test(req) == 0) { }
+ * }</pre>
+ */
+public interface Sender extends AutoCloseable {
+    /**
+     * Sends bytes [offset, offset + length) of {@code memory} (registered as {@code registration}) to the receive
+     * buffer the peer posted with {@code tag}.
+     *
+     * @return a request id, or {@link Status#NOT_READY} (the receiver has not posted a matching buffer yet: call
+     *         again), {@link Status#TRUNCATED}, {@link Status#FAILED}, {@link Status#BAD_ARGUMENT}, {@link
+     *         Status#CLOSED}
+     */
+    int isend(Registration registration, long offset, long length, int tag);
+
+    /** @return 1 when the request completed, 0 while in flight, or a negative {@link Status} */
+    int test(int request);
+
+    /** Bytes sent by a completed request. */
+    long size(int request);
+
+    /** Why the connection failed, or null. */
+    String error();
+
+    /** Closes the connection; requests in flight fail. */
+    @Override
+    void close();
+}

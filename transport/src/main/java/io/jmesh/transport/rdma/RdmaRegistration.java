@@ -1,0 +1,61 @@
+package io.jmesh.transport.rdma;
+
+import io.jmesh.api.Registration;
+import io.jmesh.transport.verbs.MemoryRegion;
+
+import java.lang.foreign.MemorySegment;
+
+/** Memory registered on every device of the provider: one memory region per device, indexed like the provider's. */
+final class RdmaRegistration implements Registration {
+    private final MemorySegment memory;
+    private final MemoryRegion[] regions;
+    final long address;
+    final long length;
+    private boolean closed;
+
+    RdmaRegistration(MemorySegment memory, MemoryRegion[] regions) {
+        this.memory = memory;
+        this.regions = regions;
+        this.address = memory.address();
+        this.length = memory.byteSize();
+    }
+
+    @Override
+    public MemorySegment memory() {
+        return memory;
+    }
+
+    int lkey(int device) {
+        return regions[device].lkey();
+    }
+
+    int rkey(int device) {
+        return regions[device].rkey();
+    }
+
+    /** True when [offset, offset + len) lies inside the registration. */
+    boolean contains(long offset, long len) {
+        return offset >= 0 && len >= 0 && offset <= length - len;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        RuntimeException first = null;
+        for (MemoryRegion r : regions) {
+            try {
+                r.close();
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+}
