@@ -12,5 +12,6 @@ module io.jmesh.transport {
     exports io.jmesh.transport.handshake;
     exports io.jmesh.transport.net;
     exports io.jmesh.transport.rdma;
+    exports io.jmesh.transport.tcp;
     exports io.jmesh.transport.verbs;
 }

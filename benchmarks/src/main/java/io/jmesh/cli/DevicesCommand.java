@@ -29,7 +29,7 @@ final class DevicesCommand {
                 "ADDRESS", "GID", "GID-TYPE");
         for (RdmaDevice d : found.devices()) {
             for (RdmaPort p : d.ports()) {
-                String state = p.state().replace("PORT_", "");
+                String state = p.state().replace("PORT_", "").toUpperCase(java.util.Locale.ROOT);
                 String rate = p.rate().isEmpty() ? "-" : p.rate();
                 String netdev = p.netdev().isEmpty() ? "-" : p.netdev();
                 String netdevMtu = p.netdevMtu() > 0 ? Integer.toString(p.netdevMtu()) : "-";

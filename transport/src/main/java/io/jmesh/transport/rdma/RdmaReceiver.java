@@ -128,15 +128,17 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
      */
     @Override
     public int test(int request) {
+        if (closed) {
+            return Status.CLOSED;
+        }
         if (request < 0 || request >= Cts.MAX_REQUESTS || !busy[request]) {
             return Status.BAD_ARGUMENT;
         }
-        progress();
-        if (error != null) {
-            return Status.FAILED;
+        if (!complete[request] && error == null) {
+            progress();
         }
         if (!complete[request]) {
-            return 0;
+            return error != null ? Status.FAILED : 0;
         }
         complete[request] = false;
         busy[request] = false;
@@ -155,6 +157,9 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
     }
 
     void progress() {
+        if (closed || error != null) {
+            return;
+        }
         int n = ep.cq.poll(ep.wcs, Endpoint.WC_BATCH);
         if (n < 0) {
             fail("ibv_poll_cq on " + ep.device.name() + " failed: " + n);

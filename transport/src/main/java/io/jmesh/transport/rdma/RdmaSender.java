@@ -48,6 +48,8 @@ public final class RdmaSender implements io.jmesh.api.Sender {
     private final int[] nreqs = new int[Cts.MAX_REQUESTS];
     private final int[] wrCount = new int[Cts.MAX_REQUESTS];
     private final int[] unreported = new int[Cts.MAX_REQUESTS];
+    /** Per slot, the entries whose completion {@link #test} has already reported. */
+    private final int[] reported = new int[Cts.MAX_REQUESTS];
     private final boolean[] posted = new boolean[Cts.MAX_REQUESTS];
     private final boolean[] complete = new boolean[Cts.MAX_REQUESTS];
     private long head;
@@ -245,21 +247,29 @@ public final class RdmaSender implements io.jmesh.api.Sender {
      */
     @Override
     public int test(int request) {
+        if (closed) {
+            return Status.CLOSED;
+        }
         if (request < 0 || request >= Cts.MAX_REQUESTS * Cts.MAX_RECVS) {
             return Status.BAD_ARGUMENT;
         }
-        progress();
-        if (error != null) {
-            return Status.FAILED;
-        }
         int slot = request / Cts.MAX_RECVS;
-        if (!complete[slot]) {
-            return 0;
+        int bit = 1 << (request % Cts.MAX_RECVS);
+        if ((matched[slot] & bit) == 0 || (reported[slot] & bit) != 0) {
+            return Status.BAD_ARGUMENT; // never sent, or already reported
         }
+        if (!complete[slot] && error == null) {
+            progress();
+        }
+        if (!complete[slot]) {
+            return error != null ? Status.FAILED : 0;
+        }
+        reported[slot] |= bit;
         if (--unreported[slot] == 0) {
             posted[slot] = false;
             complete[slot] = false;
             matched[slot] = 0;
+            reported[slot] = 0;
         }
         return 1;
     }
@@ -272,6 +282,9 @@ public final class RdmaSender implements io.jmesh.api.Sender {
 
     /** Reads completions; retries a slot that waited for send-queue room. */
     void progress() {
+        if (closed || error != null) {
+            return;
+        }
         int n = ep.cq.poll(ep.wcs, Endpoint.WC_BATCH);
         if (n < 0) {
             fail("ibv_poll_cq on " + ep.device.name() + " failed: " + n);

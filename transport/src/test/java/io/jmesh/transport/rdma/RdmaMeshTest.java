@@ -27,7 +27,7 @@ import java.util.SplittableRandom;
 import java.util.zip.CRC32C;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -183,7 +183,7 @@ class RdmaMeshTest {
     private static long fill(MemorySegment seg, long length, String sender, int k) {
         SplittableRandom rnd = new SplittableRandom(sender.hashCode() * 1_000_003L + k);
         for (long i = 0; i + 4 <= length; i += 4) {
-            seg.set(JAVA_INT, i, rnd.nextInt());
+            seg.set(JAVA_INT_UNALIGNED, i, rnd.nextInt());
         }
         for (long i = length & ~3L; i < length; i++) {
             seg.set(JAVA_BYTE, i, (byte) rnd.nextInt());

@@ -1,0 +1,108 @@
+package io.jmesh.api;
+
+import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.transport.rdma.RdmaProvider;
+import io.jmesh.transport.tcp.TcpProvider;
+import io.jmesh.verbs.VerbsUnavailableException;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
+/**
+ * jmesh's entry point: opens the transport (verbs where a usable RDMA link exists, otherwise TCP, or as
+ * {@code JMESH_PROVIDER} says), and makes listeners, connections and memory registrations on it. Close it last.
+ *
+ * <pre>{@code
+ * try (Fabric fabric = Fabric.open();
+ *      Registration reg = fabric.register(Arena.ofShared().allocate(1 << 20, 4096))) {
+ *     // node A                                   // node B, given A's handle (fabric.listen().handle())
+ *     Listener listener = fabric.listen();        Connector c = fabric.connect(handleFromA);
+ *     Receiver r; while ((r = listener.accept()) == null) { }        Sender s; while ((s = c.poll()) == null) { }
+ *     int req = r.irecv(1, new Registration[] {reg}, new long[] {0}, new long[] {reg.length()}, new int[] {0});
+ *                                                 int q; while ((q = s.isend(reg, 0, 4096, 0)) == Status.NOT_READY) { }
+ *     while (r.test(req) == 0) { }                while (s.test(q) == 0) { }
+ * }
+ * }</pre>
+ */
+public final class Fabric implements AutoCloseable {
+    private static final Logger LOG = LogManager.getLogger(Fabric.class);
+
+    private final Provider provider;
+
+    private Fabric(Provider provider) {
+        this.provider = provider;
+    }
+
+    /** Opens with the configuration from system properties and the environment ({@link JmeshConfig}). */
+    public static Fabric open() {
+        return open(JmeshConfig.fromEnvironment());
+    }
+
+    /**
+     * Opens the configured provider. {@code auto} takes verbs when this machine has a usable RDMA link and says in
+     * the log why it took TCP otherwise; {@code rdma} fails with the reason when verbs cannot run.
+     *
+     * @throws VerbsUnavailableException for {@code rdma} without usable RDMA, naming the cause and the fix
+     */
+    public static Fabric open(JmeshConfig config) {
+        return switch (config.provider()) {
+            case RDMA -> new Fabric(RdmaProvider.open(config));
+            case TCP -> new Fabric(TcpProvider.open(config));
+            case AUTO -> {
+                try {
+                    yield new Fabric(RdmaProvider.open(config));
+                } catch (VerbsUnavailableException e) {
+                    LOG.info("using the TCP provider: {}", e.getMessage());
+                    yield new Fabric(TcpProvider.open(config));
+                }
+            }
+        };
+    }
+
+    /** "rdma" or "tcp". */
+    public String provider() {
+        return provider.name();
+    }
+
+    /** The local links this fabric can use. */
+    public List<LocalLink> links() {
+        return provider.links();
+    }
+
+    /** Listens on every link; give {@link Listener#handle()} to the nodes that connect. */
+    public Listener listen() throws IOException {
+        return provider.listen();
+    }
+
+    /**
+     * Starts connecting to a listener.
+     *
+     * @param handle a listener's {@link Listener#handle()}
+     * @throws NoRouteException when no local link shares a subnet with the listener (the message lists both sides)
+     * @throws IllegalArgumentException when the handle is malformed
+     */
+    public Connector connect(byte[] handle) throws NoRouteException {
+        return provider.connect(ListenHandle.decode(handle));
+    }
+
+    /** Starts connecting to a listener given its printable handle ({@link Listener#handleText()}). */
+    public Connector connect(String handle) throws NoRouteException {
+        return provider.connect(ListenHandle.parse(handle));
+    }
+
+    /** Registers memory for sending, receiving and one-sided access; close it after the connections using it. */
+    public Registration register(MemorySegment memory) {
+        return provider.register(memory);
+    }
+
+    @Override
+    public void close() {
+        provider.close();
+    }
+}

@@ -1,0 +1,211 @@
+package io.jmesh.transport.tcp;
+
+import io.jmesh.api.Provider;
+import io.jmesh.api.Registration;
+import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.transport.handshake.HandshakeAgent;
+import io.jmesh.transport.handshake.HandshakeSettings;
+import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.transport.net.Route;
+import io.jmesh.transport.net.RouteSelector;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * jmesh over TCP sockets, for meshes and machines without RDMA, behind the same API and with the same semantics as
+ * the verbs provider: unidirectional connections (connect gives a {@link TcpSender}, accept a {@link TcpReceiver}),
+ * receiver-driven flow control with grouped, tagged receives, and up to 32 requests in flight. Each connection runs
+ * over the one local link that shares a subnet with the peer, with {@code JMESH_TCP_SOCKETS} data sockets bound to
+ * that link's address.
+ *
+ * <pre>{@code
+ * try (TcpProvider tcp = TcpProvider.open(JmeshConfig.fromEnvironment())) {
+ *     TcpListener listener = tcp.listen();            // publish listener.handle()
+ *     TcpConnect c = tcp.connect(peerHandle);         // then c.poll() until it returns the sender
+ * }
+ * }</pre>
+ *
+ * <p>The provider owns what it creates: {@link #close()} closes the listeners, unfinished connects and connections
+ * that are still open, in that order. Registrations stay the caller's.
+ */
+public final class TcpProvider implements Provider {
+    private static final Logger LOG = LogManager.getLogger(TcpProvider.class);
+
+    private final List<LocalLink> links;
+    private final int sockets;
+    private final Duration handshakeTimeout;
+    private final HandshakeAgent agent;
+    private final Set<AutoCloseable> owned = new LinkedHashSet<>();
+    private boolean closed;
+
+    TcpProvider(List<LocalLink> links, int sockets, Duration handshakeTimeout, HandshakeAgent agent) {
+        this.links = List.copyOf(links);
+        this.sockets = sockets;
+        this.handshakeTimeout = handshakeTimeout;
+        this.agent = agent;
+    }
+
+    /**
+     * Finds the usable links and opens the provider.
+     *
+     * @throws IllegalArgumentException when a configured address is not on this host (the message names it)
+     * @throws IllegalStateException    when no interface has a usable address
+     */
+    public static TcpProvider open(JmeshConfig config) {
+        List<LocalLink> links = TcpLinks.discover(config);
+        HandshakeAgent agent = HandshakeAgent.shared(new HandshakeSettings(config.handshakeTimeout(),
+                config.handshakeMaxPending()));
+        LOG.info("jmesh tcp: links {}, {} data sockets per connection", links, config.tcpSockets());
+        return new TcpProvider(links, config.tcpSockets(), config.handshakeTimeout(), agent);
+    }
+
+    @Override
+    public String name() {
+        return "tcp";
+    }
+
+    @Override
+    public List<LocalLink> links() {
+        return links;
+    }
+
+    /** Data sockets per connection this side asks for (the listener may grant fewer). */
+    int sockets() {
+        return sockets;
+    }
+
+    Duration handshakeTimeout() {
+        return handshakeTimeout;
+    }
+
+    HandshakeAgent agent() {
+        return agent;
+    }
+
+    /** The local link whose address is {@code local}, or null. */
+    LocalLink linkFor(InetAddress local) {
+        for (LocalLink l : links) {
+            if (l.prefix().address().equals(local)) {
+                return l;
+            }
+        }
+        return null;
+    }
+
+    /** Listens on every link; the handle carries all their addresses and the TCP flag. */
+    @Override
+    public TcpListener listen() throws IOException {
+        checkOpen();
+        TcpListener l = new TcpListener(this, agent.listenOn(links, ListenHandle.FLAG_TCP_PROVIDER));
+        if (!adopt(l)) {
+            l.close();
+            throw new IllegalStateException("the TCP provider is closed");
+        }
+        return l;
+    }
+
+    /**
+     * Starts connecting to a listener's handle over the best local link that shares a subnet with it; poll the
+     * result until it yields the sender.
+     *
+     * @throws NoRouteException         when no local link shares a subnet with the peer (the message lists both sides)
+     * @throws IllegalArgumentException when the peer listens with the rdma provider
+     */
+    @Override
+    public TcpConnect connect(ListenHandle peer) throws NoRouteException {
+        Objects.requireNonNull(peer, "peer");
+        checkOpen();
+        if (!peer.isTcpProvider()) {
+            throw new IllegalArgumentException("cannot connect to " + peer.prefixes() + ": the peer listens with the "
+                    + "rdma provider and this node uses tcp; set JMESH_PROVIDER the same on both nodes");
+        }
+        Route route = RouteSelector.best(links, peer);
+        TcpConnect c = new TcpConnect(this, peer, route);
+        if (!adopt(c)) {
+            c.close();
+            throw new IllegalStateException("the TCP provider is closed");
+        }
+        return c;
+    }
+
+    /**
+     * Wraps memory for sending from and receiving into. Native memory is used as is; a heap segment goes through the
+     * JDK's temporary direct buffers.
+     *
+     * @throws IllegalArgumentException when the segment cannot be viewed as a ByteBuffer
+     */
+    @Override
+    public Registration register(MemorySegment memory) {
+        Objects.requireNonNull(memory, "memory");
+        return new TcpRegistration(memory);
+    }
+
+    private synchronized void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("the TCP provider is closed");
+        }
+    }
+
+    /** Takes ownership of {@code c} until it is released; false (and nothing taken) when the provider is closed. */
+    synchronized boolean adopt(AutoCloseable c) {
+        if (closed) {
+            return false;
+        }
+        owned.add(c);
+        return true;
+    }
+
+    synchronized void release(AutoCloseable c) {
+        owned.remove(c);
+    }
+
+    /** Closes the listeners, then unfinished connects, then open connections; reports the first failure. */
+    @Override
+    public void close() {
+        List<AutoCloseable> toClose;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            toClose = new ArrayList<>(owned);
+            owned.clear();
+        }
+        toClose.sort((a, b) -> Integer.compare(rank(a), rank(b)));
+        RuntimeException first = null;
+        for (AutoCloseable c : toClose) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                LOG.warn("closing {} failed: {}", c, e.toString());
+                if (first == null) {
+                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private static int rank(AutoCloseable c) {
+        return c instanceof TcpListener ? 0 : c instanceof TcpConnect ? 1 : 2;
+    }
+
+    @Override
+    public String toString() {
+        return "TcpProvider" + links;
+    }
+}
