@@ -2,7 +2,7 @@
 # inside Soft-RoCE testbed guests. Adds to ./test's passed/failed/skipped counts through add_counts.
 
 # modules whose tests run in the guests; each contributes target/test-classes, target/classes and its dependencies
-TESTBED_MODULES=(verbs-bindings)
+TESTBED_MODULES=(verbs-bindings transport benchmarks)
 
 testbed_classpath() {
     local cp="" m
