@@ -1,5 +1,6 @@
 package io.jmesh.transport.handshake;
 
+import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.transport.net.ListenAddress;
 import io.jmesh.transport.net.ListenHandle;
@@ -66,7 +67,7 @@ public final class HandshakeAgent implements AutoCloseable {
     private final AtomicLong dropped = new AtomicLong();
     /** Why the latest counted drop happened; written (agent thread) before {@link #dropped} is incremented. */
     private volatile String lastDropReason;
-    private final WarnLimiter warnings = new WarnLimiter(LOG, 20, TimeUnit.SECONDS.toNanos(1));
+    private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh ", 20, TimeUnit.SECONDS.toNanos(1));
     // Agent thread only.
     private final List<Session> sessions = new ArrayList<>();
     private final List<HandshakeListener> listeners = new ArrayList<>();

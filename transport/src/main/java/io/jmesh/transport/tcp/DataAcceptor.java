@@ -1,5 +1,6 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.log.WarnLimiter;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -53,7 +54,7 @@ final class DataAcceptor implements AutoCloseable {
     private final long timeoutNanos;
     private final Map<InetAddress, ServerSocketChannel> servers = new LinkedHashMap<>();
     private final ArrayDeque<Unattached> unattached = new ArrayDeque<>();
-    private final RateLimitedWarn warnings = new RateLimitedWarn(LOG, 20, TimeUnit.SECONDS.toNanos(1));
+    private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh tcp: ", 20, TimeUnit.SECONDS.toNanos(1));
     private final AtomicLong dropped = new AtomicLong();
     private volatile String lastDropReason;
 
