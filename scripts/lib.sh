@@ -43,6 +43,8 @@ Temurin 25) and set JAVA_HOME to it."
 # jmesh_apt PACKAGE... : installs the missing ones with apt-get when we are root on Debian/Ubuntu, else says how.
 jmesh_apt() {
     local missing=() p
+    # without dpkg (Fedora, Arch ...) nothing can be checked here: jmesh itself names what is missing at run time
+    command -v dpkg-query >/dev/null 2>&1 || return 0
     for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
