@@ -1,8 +1,11 @@
 package io.jmesh.cli;
 
+import io.jmesh.cli.perf.PerfCommand;
 import io.jmesh.transport.config.JmeshConfig;
 
 import java.io.PrintStream;
+import java.util.Arrays;
+import java.util.List;
 
 /** The {@code jmesh} command. */
 public final class Jmesh {
@@ -15,9 +18,11 @@ public final class Jmesh {
 
     static int run(String[] args, PrintStream out, PrintStream err) {
         String command = args.length == 0 ? "help" : args[0];
+        List<String> rest = Arrays.asList(args).subList(Math.min(1, args.length), args.length);
         try {
             return switch (command) {
                 case "devices" -> DevicesCommand.run(out, JmeshConfig.fromEnvironment());
+                case "bw", "lat" -> PerfCommand.run(command, rest, out, err);
                 case "help", "-h", "--help" -> {
                     usage(out);
                     yield 0;
@@ -29,17 +34,20 @@ public final class Jmesh {
                 }
             };
         } catch (IllegalArgumentException e) {
-            err.println("jmesh: " + e.getMessage());
+            err.println("jmesh " + command + ": " + e.getMessage());
             return 2;
         }
     }
 
     private static void usage(PrintStream out) {
-        out.println("usage: jmesh COMMAND");
+        out.println("usage: jmesh COMMAND [options]      (jmesh COMMAND --help for a command's options)");
         out.println();
         out.println("commands:");
         out.println("  devices   every RDMA device and port: netdev, addresses with prefixes, state, MTU, link layer,");
         out.println("            rate and the RoCE v2 GID index of each address (or why there are none)");
+        out.println("  bw        bandwidth between two nodes, in ib_write_bw's columns (server: jmesh bw; client:");
+        out.println("            jmesh bw SERVER)");
+        out.println("  lat       latency between two nodes, in ib_write_lat's columns (jmesh lat / jmesh lat SERVER)");
         out.println("  help      this text");
     }
 }
