@@ -17,12 +17,26 @@ public final class Jmesh {
     }
 
     static int run(String[] args, PrintStream out, PrintStream err) {
+        try {
+            return dispatch(args, out, err);
+        } catch (Exception e) {
+            err.println("jmesh: " + e);
+            return 1;
+        }
+    }
+
+    private static int dispatch(String[] args, PrintStream out, PrintStream err) throws Exception {
         String command = args.length == 0 ? "help" : args[0];
         List<String> rest = Arrays.asList(args).subList(Math.min(1, args.length), args.length);
         try {
             return switch (command) {
                 case "devices" -> DevicesCommand.run(out, JmeshConfig.fromEnvironment());
                 case "bw", "lat" -> PerfCommand.run(command, rest, out, err);
+                case "jmh" -> {
+                    // the JMH runner with jmesh's benchmarks on the class path (see docs/benchmarks.md)
+                    org.openjdk.jmh.Main.main(rest.toArray(String[]::new));
+                    yield 0;
+                }
                 case "help", "-h", "--help" -> {
                     usage(out);
                     yield 0;
@@ -48,6 +62,7 @@ public final class Jmesh {
         out.println("  bw        bandwidth between two nodes, in ib_write_bw's columns (server: jmesh bw; client:");
         out.println("            jmesh bw SERVER)");
         out.println("  lat       latency between two nodes, in ib_write_lat's columns (jmesh lat / jmesh lat SERVER)");
+        out.println("  jmh       the JMH benchmarks (JMH's own options: jmesh jmh -h; list: jmesh jmh -l)");
         out.println("  help      this text");
     }
 }

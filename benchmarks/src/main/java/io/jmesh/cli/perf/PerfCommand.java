@@ -69,7 +69,7 @@ public final class PerfCommand {
                 c.client();
             }
             return 0;
-        } catch (IOException | IllegalStateException | NoRouteException e) {
+        } catch (IOException | RuntimeException | NoRouteException e) {
             err.println("jmesh " + test + ": " + e.getMessage());
             return 1;
         }
@@ -625,8 +625,9 @@ public final class PerfCommand {
         for (int i = open.size() - 1; i >= 0; i--) {
             try {
                 open.get(i).close();
-            } catch (Exception ignored) {
-                // keep closing the rest: one failed close must not leak the others
+            } catch (Exception e) {
+                // keep closing the rest: one failed close must not leak the others; but say so
+                System.err.println("jmesh: closing " + open.get(i).getClass().getSimpleName() + " failed: " + e);
             }
         }
     }
