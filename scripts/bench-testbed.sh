@@ -36,10 +36,14 @@ mkdir -p "$out" target/bench-runs
 stamp=$(date +%Y%m%d-%H%M%S)
 # a run folder of our own: target/testbed may be a link into another tree, which the guests cannot follow
 runs=$ROOT/target/bench-runs
+# the guests run a snapshot of the jars, so that rebuilding during a long run cannot change them under it
+snap=$runs/$stamp-classpath
+mkdir -p "$snap" && cp benchmarks/target/jmesh-benchmarks.jar "$snap/" && cp -r benchmarks/target/lib "$snap/"
+export JMESH_CP="$snap/jmesh-benchmarks.jar:$snap/lib/*"
 
 if [[ $perf == 1 ]]; then
   rd=$runs/$stamp-perf
-  testbed/run --out "$rd" -t $((rounds * 900)) -e JAVA_HOME="$JAVA_HOME" pair -- \
+  testbed/run --out "$rd" -t $((rounds * 900)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP pair -- \
       bash "$ROOT/scripts/bench-guest.sh" perf "$rounds"
   rc=$?
   [[ $rc == 0 ]] || jmesh_say "the perf run failed (exit $rc); what finished is summarised below (logs: $rd)"
@@ -76,7 +80,7 @@ fi
 
 if [[ $jmh == 1 ]]; then
   rd=$runs/$stamp-jmh
-  testbed/run --out "$rd" -m 2048 -t 1800 -e JAVA_HOME="$JAVA_HOME" single -- \
+  testbed/run --out "$rd" -m 2048 -t 1800 -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP single -- \
       bash "$ROOT/scripts/bench-guest.sh" jmh
   rc=$?
   for k in bw lat; do
