@@ -32,6 +32,7 @@ public final class Jmesh {
             return switch (command) {
                 case "devices" -> DevicesCommand.run(out, JmeshConfig.fromEnvironment());
                 case "bw", "lat" -> PerfCommand.run(command, rest, out, err);
+                case "doctor" -> io.jmesh.cli.doctor.DoctorCommand.run(rest, out, err);
                 case "jmh" -> {
                     // the JMH runner with jmesh's benchmarks on the class path (see docs/benchmarks.md)
                     org.openjdk.jmh.Main.main(rest.toArray(String[]::new));
@@ -59,6 +60,8 @@ public final class Jmesh {
         out.println("commands:");
         out.println("  devices   every RDMA device and port: netdev, addresses with prefixes, state, MTU, link layer,");
         out.println("            rate and the RoCE v2 GID index of each address (or why there are none)");
+        out.println("  doctor    checks this node (devices, ports, GIDs, MTU, memlock, subnets) and each given peer");
+        out.println("            over RDMA with a real handshake (peers run 'jmesh doctor --serve'), draws the mesh");
         out.println("  bw        bandwidth between two nodes, in ib_write_bw's columns (server: jmesh bw; client:");
         out.println("            jmesh bw SERVER)");
         out.println("  lat       latency between two nodes, in ib_write_lat's columns (jmesh lat / jmesh lat SERVER)");
