@@ -108,6 +108,37 @@ public final class FabricSupport {
         }
     }
 
+    /** A connection made inside one process: the sender and the receiver it was accepted as. */
+    public record Both(Sender sender, Receiver receiver) {
+    }
+
+    /**
+     * Connects to a listener of this same process: polls the connector and the listener's accept together, as the
+     * handshake needs both ends to make progress.
+     */
+    public static Both connectLocally(Connector c, Listener l, Duration timeout) throws IOException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Sender s = null;
+        Receiver r = null;
+        long spins = 0;
+        while (s == null || r == null) {
+            if (s == null) {
+                s = c.poll();
+            }
+            if (r == null) {
+                r = l.accept();
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new IOException("connect over " + c.route() + " did not complete within " + timeout.toSeconds()
+                        + " s");
+            }
+            if (s == null || r == null) {
+                pause(++spins);
+            }
+        }
+        return new Both(s, r);
+    }
+
     /** Polls a listener until a connection arrives, at most {@code timeout}. */
     public static Receiver awaitReceiver(Listener l, Duration timeout) throws IOException {
         long deadline = System.nanoTime() + timeout.toNanos();

@@ -33,6 +33,7 @@ public final class Jmesh {
                 case "devices" -> DevicesCommand.run(out, JmeshConfig.fromEnvironment());
                 case "bw", "lat" -> PerfCommand.run(command, rest, out, err);
                 case "doctor" -> io.jmesh.cli.doctor.DoctorCommand.run(rest, out, err);
+                case "demo" -> io.jmesh.cli.demo.DemoCommand.run(rest, out, err);
                 case "jmh" -> {
                     // the JMH runner with jmesh's benchmarks on the class path (see docs/benchmarks.md)
                     org.openjdk.jmh.Main.main(rest.toArray(String[]::new));
@@ -58,6 +59,8 @@ public final class Jmesh {
         out.println("usage: jmesh COMMAND [options]      (jmesh COMMAND --help for a command's options)");
         out.println();
         out.println("commands:");
+        out.println("  demo      a three-node triangle mesh on this machine: handles, the link each connection");
+        out.println("            chose and why, bandwidth with verified data (--softroce: over real verbs)");
         out.println("  devices   every RDMA device and port: netdev, addresses with prefixes, state, MTU, link layer,");
         out.println("            rate and the RoCE v2 GID index of each address (or why there are none)");
         out.println("  doctor    checks this node (devices, ports, GIDs, MTU, memlock, subnets) and each given peer");
