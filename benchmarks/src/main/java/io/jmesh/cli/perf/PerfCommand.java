@@ -49,6 +49,7 @@ public final class PerfCommand {
 
     private final PerfOptions o;
     private final PrintStream out;
+    private io.jmesh.transport.discovery.DiscoveryResult found;
 
     private PerfCommand(PerfOptions o, PrintStream out) {
         this.o = o;
@@ -103,6 +104,7 @@ public final class PerfCommand {
         int qps = (int) Oob.number(hello, "qps", 1, 64);
         long maxSize = Oob.number(hello, "maxsize", 1, PerfOptions.MAX_SIZE);
         JmeshConfig config = FabricSupport.config(o.overrides());
+        found = FabricSupport.discover(config); // before the fabric opens: see printHeader
         try (Fabric fabric = FabricSupport.open(config); Listener listener = fabric.listen();
              Arena arena = Arena.ofShared()) {
             ListenHandle own = FabricSupport.restrictOwn(ListenHandle.parse(listener.handleText()), fabric.links(),
@@ -319,6 +321,7 @@ public final class PerfCommand {
         boolean lat = o.test().equals("lat");
         try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout())) {
             JmeshConfig config = FabricSupport.config(o.overrides());
+            found = FabricSupport.discover(config); // before the fabric opens: see printHeader
             List<AutoCloseable> open = new ArrayList<>();
             try (Fabric fabric = FabricSupport.open(config); Arena arena = Arena.ofShared()) {
                 Registration reg = fabric.register(arena.allocate(o.maxSize(), 4096));
@@ -378,8 +381,9 @@ public final class PerfCommand {
         String device = local == null ? (o.device() == null ? "(any)" : o.device()) : local.device();
         String gid = local == null || local.gidIndex() < 0 ? "-" : Integer.toString(local.gidIndex());
         if (fabric.provider().equals("rdma") && local != null) {
-            RdmaPort p = FabricSupport.portOf(FabricSupport.discover(config), local.device(),
-                    local.prefix().address());
+            // from the discovery made before the fabric opened: a second discovery while verbs connections are
+            // open was followed by EBADF from ibv_destroy_qp/ibv_dereg_mr at close in the testbed (reported)
+            RdmaPort p = FabricSupport.portOf(found, local.device(), local.prefix().address());
             if (p != null) {
                 mtu = p.activeMtu() + "[B]";
             }
