@@ -80,7 +80,8 @@ public class BandwidthBenchmark {
 
     /** Advances both ends until one more message has been received; returns the count (so nothing is dead code). */
     @Benchmark
-    public long message() {
+    public long message(ThreadAllocation alloc) {
+        alloc.op();
         long spins = 0;
         long started = 0;
         while (true) {

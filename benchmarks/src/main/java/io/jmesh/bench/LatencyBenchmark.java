@@ -66,7 +66,8 @@ public class LatencyBenchmark {
     }
 
     @Benchmark
-    public int roundTrip() {
+    public int roundTrip(ThreadAllocation alloc) {
+        alloc.op();
         int out = send(pair.ab, pair.regA);
         await(pair.abIn, recvAtB);
         recvAtB = post(pair.abIn, regsB);
