@@ -11,10 +11,12 @@ final class RdmaRegistration implements Registration {
     private final MemoryRegion[] regions;
     final long address;
     final long length;
+    private final java.util.function.Consumer<AutoCloseable> onClose;
     private boolean closed;
 
-    RdmaRegistration(MemorySegment memory, MemoryRegion[] regions) {
+    RdmaRegistration(MemorySegment memory, MemoryRegion[] regions, java.util.function.Consumer<AutoCloseable> onClose) {
         this.memory = memory;
+        this.onClose = onClose;
         this.regions = regions;
         this.address = memory.address();
         this.length = memory.byteSize();
@@ -39,11 +41,21 @@ final class RdmaRegistration implements Registration {
     }
 
     @Override
+    public io.jmesh.api.RemoteRegion remote() {
+        int[] keys = new int[regions.length];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = regions[i].rkey();
+        }
+        return new io.jmesh.api.RemoteRegion("rdma", address, length, keys);
+    }
+
+    @Override
     public void close() {
         if (closed) {
             return;
         }
         closed = true;
+        onClose.accept(this);
         RuntimeException first = null;
         for (MemoryRegion r : regions) {
             try {
