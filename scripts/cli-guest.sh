@@ -23,7 +23,7 @@ else
   rc=$?
   [[ $rc == 0 ]] && echo "cli-check PASS doctor exit status 0" || { echo "cli-check FAIL doctor exit status $rc"; fail=1; }
   check "doctor: ports ACTIVE" "$out/doctor.log" '^\s+\[ OK \] ports ACTIVE: rxe0:1$'
-  check "doctor: RoCE v2 GID" "$out/doctor.log" "\[ OK \] RoCE v2 GID for every address: rxe0 $TESTBED_DEV_rxe0_IP -> GID $TESTBED_DEV_rxe0_GIDX"
+  check "doctor: RoCE v2 GID" "$out/doctor.log" "\[ OK \] RoCE v2 GID for every address: rxe0 $TESTBED_DEV_rxe0_IP/$TESTBED_DEV_rxe0_PREFIX -> GID $TESTBED_DEV_rxe0_GIDX$"
   check "doctor: real handshake with b" "$out/doctor.log" "\[ OK \] peer $peer \(tb-b\): queue-pair handshake over rxe0 $TESTBED_DEV_rxe0_IP/24 -> $peer/24 .* 65536 bytes sent and verified"
   check "doctor: MTU agrees" "$out/doctor.log" '\[ OK \] MTU on 192\.168\.100\.0/24 agrees'
   check "doctor: mesh drawn" "$out/doctor.log" "tb-a +rxe0 +$TESTBED_DEV_rxe0_IP +==\[ 192\.168\.100\.0/24 .* $peer +rxe0 +tb-b +RDMA ok"

@@ -45,7 +45,8 @@ class ChecksTest {
     @Test
     void aHealthyTriangleNodePassesEveryCheck() {
         List<Check> checks = Checks.local(found(
-                dev("rocep1s0f0", port(4096, true, "enp1s0f0np0", 9000, addr("192.168.101.2/24", 3))),
+                dev("rocep1s0f0", port(4096, true, "enp1s0f0np0", 9000, addr("192.168.101.2/24", 3),
+                        addr("fe80::5054:ff:fe12:0/64", 0))),
                 dev("rocep1s0f1", port(4096, true, "enp1s0f1np1", 9000, addr("192.168.100.2/24", 3)))),
                 new Memlock(Memlock.UNLIMITED, false));
         assertEquals(List.of(), problems(checks), checks.toString());
@@ -54,6 +55,10 @@ class ChecksTest {
         assertTrue(all.contains("ports ACTIVE: rocep1s0f0:1, rocep1s0f1:1"), all);
         assertTrue(all.contains("192.168.101.0/24 (rocep1s0f0), 192.168.100.0/24 (rocep1s0f1)"), all);
         assertTrue(all.contains("memlock: unlimited"), all);
+        // link-local addresses are on every link: never routed by, so not listed
+        assertTrue(checks.stream().anyMatch(c -> c.title().equals("RoCE v2 GID for every address: rocep1s0f0 "
+                + "192.168.101.2/24 -> GID 3, rocep1s0f1 192.168.100.2/24 -> GID 3")), all);
+        assertFalse(all.contains("fe80"), all);
     }
 
     @Test
