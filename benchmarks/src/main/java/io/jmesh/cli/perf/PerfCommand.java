@@ -207,6 +207,9 @@ public final class PerfCommand {
                     waiting = false;
                 }
             }
+            if (!progress && o.yield()) {
+                Thread.yield();
+            }
             long now = progress || (spin & 255) == 0 ? System.nanoTime() : 0;
             if (progress) {
                 lastProgress = now;
@@ -278,6 +281,8 @@ public final class PerfCommand {
                 lastProgress = System.nanoTime();
             } else if (t < 0) {
                 throw new IOException("receive failed: " + Status.describe(t) + " " + r.error());
+            } else if (o.yield()) {
+                Thread.yield();
             }
             if (target >= 0 && echoed == target) {
                 if (send >= 0) {
@@ -392,7 +397,7 @@ public final class PerfCommand {
                         : "jmesh BW Test (isend/irecv, receiver-driven)",
                 "Provider", fabric.provider(), "Device", device, "GID index", gid, "Number of qps",
                 Integer.toString(qps), lat ? "Depth" : "Tx depth", Integer.toString(o.depth()), "Mtu", mtu,
-                "Route", route, "Warmup", o.warmupFor() + (lat ? " round trips" : " messages") + " per size",
+                "Route", route, "Polling", o.yield() ? "yield the CPU when idle" : "spin", "Warmup", o.warmupFor() + (lat ? " round trips" : " messages") + " per size",
                 "Data ex. method", "TCP port " + o.port() + " (jmesh listen handles)");
         out.flush();
     }
@@ -487,6 +492,9 @@ public final class PerfCommand {
             if (stop && completed == sent) {
                 break;
             }
+            if (!progress && o.yield()) {
+                Thread.yield();
+            }
             if (progress || (spin & 255) == 0) {
                 now = System.nanoTime();
                 if (progress) {
@@ -540,6 +548,9 @@ public final class PerfCommand {
             long spins = 0;
             int t;
             while ((t = back.test(recv)) == 0) {
+                if (o.yield()) {
+                    Thread.yield();
+                }
                 if ((++spins & 1023) == 0 && System.nanoTime() - t0 > timeoutNs) {
                     throw new IOException("no echo for " + o.timeout().toSeconds() + " s after " + rounds
                             + " round trips: the server or the link stalled");
