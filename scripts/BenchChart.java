@@ -6,6 +6,9 @@
  *       each point is ops/s x size, with the JMH error as a bar
  *   java scripts/BenchChart.java perftest OUT.svg testbed-perf.tsv
  *       jmesh bw against ib_write_bw by size (medians over rounds) from scripts/bench-testbed.sh's TSV
+ *   java scripts/BenchChart.java table FILE.json
+ *       a Markdown table of a JMH result file: the score, MiB/s for bandwidth, and the allocation per operation
+ *       (gc.alloc.rate.norm of -prof gc, all threads; hotPathBytesPerOp, the benchmark thread alone)
  *
  * The source launcher runs it: 'java scripts/BenchChart.java ...' (JDK 25).
  */
@@ -30,10 +33,14 @@ public class BenchChart {
     static final String[] COLORS = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
 
     public static void main(String[] args) throws IOException {
-        if (args.length < 3) {
+        if (args.length < 3 && !(args.length == 2 && args[0].equals("table"))) {
             System.err.println("usage: java scripts/BenchChart.java bandwidth OUT.svg LABEL=FILE.json... | "
                     + "perftest OUT.svg FILE.tsv");
             System.exit(2);
+        }
+        if (args[0].equals("table")) {
+            table(Path.of(args[1]));
+            return;
         }
         List<Series> series = new ArrayList<>();
         String title;
@@ -54,6 +61,39 @@ public class BenchChart {
     }
 
     // ---------------------------------------------------------------------------------------------- inputs
+
+    @SuppressWarnings("unchecked")
+    static void table(Path file) throws IOException {
+        System.out.println("| benchmark | provider | size | score | MiB/s | gc.alloc.rate.norm (B/op, all threads) "
+                + "| hotPathBytesPerOp (benchmark thread) |");
+        System.out.println("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
+        for (Object o : (List<Object>) new Json(Files.readString(file)).value()) {
+            Map<String, Object> run = (Map<String, Object>) o;
+            String bench = String.valueOf(run.get("benchmark"));
+            bench = bench.substring(bench.lastIndexOf('.', bench.lastIndexOf('.') - 1) + 1);
+            Map<String, Object> params = (Map<String, Object>) run.get("params");
+            double size = Double.parseDouble(String.valueOf(params.get("size")));
+            Map<String, Object> primary = (Map<String, Object>) run.get("primaryMetric");
+            double score = ((Number) primary.get("score")).doubleValue();
+            Object e = primary.get("scoreError");
+            String err = e instanceof Number n && !Double.isNaN(n.doubleValue()) ? " ± " + fmt(n.doubleValue()) : "";
+            Map<String, Object> sec = (Map<String, Object>) run.getOrDefault("secondaryMetrics", Map.of());
+            boolean bw = bench.startsWith("Bandwidth");
+            System.out.printf(Locale.ROOT, "| %s | %s | %s | %s%s %s | %s | %s | %s |%n", bench, params.get("provider"),
+                    size(size), fmt(score), err, primary.get("scoreUnit"), bw ? fmt(score * size / (1 << 20)) : "–",
+                    metric(sec, "gc.alloc.rate.norm"), metric(sec, "hotPathBytesPerOp"));
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    static String metric(Map<String, Object> secondary, String name) {
+        Object m = secondary.get(name);
+        if (!(m instanceof Map)) {
+            return "–";
+        }
+        Object v = ((Map<String, Object>) m).get("score");
+        return v instanceof Number n ? String.format(Locale.ROOT, "%.3f", n.doubleValue()) : "–";
+    }
 
     @SuppressWarnings("unchecked")
     static Series fromJmh(String label, Path file) throws IOException {

@@ -70,7 +70,7 @@ jmesh_progress() {
     while kill -0 "$pid" 2>/dev/null; do
         sleep 1
         if (( (SECONDS - start) % 5 == 0 )); then
-            line=$(grep -a -o 'Building jmesh[^[]*' "$log" 2>/dev/null | tail -1)
+            line=$(grep -a -o 'Building jmesh[^[]*' "$log" 2>/dev/null | tail -1 | sed 's/ *$//')
             if [ -t 2 ]; then
                 printf '\rjmesh: %s ... %ds %s\033[K' "$what" $((SECONDS - start)) "${line:+($line)}" >&2
             else
