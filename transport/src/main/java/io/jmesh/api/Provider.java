@@ -19,7 +19,15 @@ public interface Provider extends AutoCloseable {
     Listener listen() throws IOException;
 
     /** Starts a connect over the local link that shares a subnet with one of the peer's addresses. */
-    Connector connect(ListenHandle peer) throws NoRouteException;
+    default Connector connect(ListenHandle peer) throws NoRouteException {
+        return connect(peer, null);
+    }
+
+    /**
+     * Starts a connect, over {@code preferredLink} (a device name or a local address) when that link shares a subnet
+     * with the peer, otherwise over the link the mesh routing chooses (and the log says why).
+     */
+    Connector connect(ListenHandle peer, String preferredLink) throws NoRouteException;
 
     Registration register(MemorySegment memory);
 

@@ -14,6 +14,12 @@ public interface Registration extends AutoCloseable {
         return memory().byteSize();
     }
 
+    /**
+     * The descriptor a peer needs for one-sided {@link Sender#write} and {@link Sender#read} into this memory. Give
+     * it only to peers you trust with the whole registered range: they can read and write it while it is registered.
+     */
+    RemoteRegion remote();
+
     @Override
     void close();
 }

@@ -22,6 +22,30 @@ public interface Sender extends AutoCloseable {
      */
     int isend(Registration registration, long offset, long length, int tag);
 
+    /**
+     * One-sided RDMA WRITE: copies bytes [localOffset, localOffset + length) of {@code local} into the peer's
+     * registered memory at {@code remoteOffset} of {@code remote} (from the peer's {@link Registration#remote()}),
+     * without the peer posting a receive. The peer learns nothing of it: tell it with a message when it must know.
+     * Writes and sends on one connection complete in the order they were issued.
+     *
+     * <pre>{@code
+     * int req;
+     * while ((req = sender.write(local, 0, 4096, peerRegion, 8192)) == Status.NOT_READY) { }
+     * while (sender.test(req) == 0) { }
+     * }</pre>
+     *
+     * @return a request id for {@link #test}, or {@link Status#NOT_READY} (too many operations in flight: call
+     *         again), {@link Status#BAD_ARGUMENT} (a range outside either region, or a region of another provider),
+     *         {@link Status#FAILED}, {@link Status#CLOSED}
+     */
+    int write(Registration local, long localOffset, long length, RemoteRegion remote, long remoteOffset);
+
+    /**
+     * One-sided RDMA READ: copies {@code length} bytes of the peer's registered memory at {@code remoteOffset} of
+     * {@code remote} into {@code local} at {@code localOffset}. Same return values as {@link #write}.
+     */
+    int read(Registration local, long localOffset, long length, RemoteRegion remote, long remoteOffset);
+
     /** @return 1 when the request completed, 0 while in flight, or a negative {@link Status} */
     int test(int request);
 

@@ -203,7 +203,14 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
 
     /** Starts connecting to a listener's handle; poll the result until it yields the sender. */
     @Override
-    public RdmaConnect connect(io.jmesh.transport.net.ListenHandle peer) throws io.jmesh.transport.net.NoRouteException {
+    public RdmaConnect connect(io.jmesh.transport.net.ListenHandle peer)
+            throws io.jmesh.transport.net.NoRouteException {
+        return connect(peer, null);
+    }
+
+    @Override
+    public RdmaConnect connect(io.jmesh.transport.net.ListenHandle peer, String preferredLink)
+            throws io.jmesh.transport.net.NoRouteException {
         if (peer.isTcpProvider()) {
             throw new IllegalArgumentException("the peer listens with the tcp provider, this node uses rdma: set "
                     + "JMESH_PROVIDER the same on both nodes");

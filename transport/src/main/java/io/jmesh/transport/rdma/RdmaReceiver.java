@@ -121,6 +121,11 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
         return slot;
     }
 
+    @Override
+    public int iflush(int n, io.jmesh.api.Registration[] registrations, long[] offsets, long[] sizes) {
+        return Status.BAD_ARGUMENT; // TODO(lead): the RDMA READ flush lands in the next commit
+    }
+
     /**
      * Polls for progress and reports on one request.
      *

@@ -39,6 +39,15 @@ final class RdmaRegistration implements Registration {
     }
 
     @Override
+    public io.jmesh.api.RemoteRegion remote() {
+        int[] keys = new int[regions.length];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = regions[i].rkey();
+        }
+        return new io.jmesh.api.RemoteRegion("rdma", address, length, keys);
+    }
+
+    @Override
     public void close() {
         if (closed) {
             return;

@@ -240,6 +240,18 @@ public final class RdmaSender implements io.jmesh.api.Sender {
         return true;
     }
 
+    @Override
+    public int write(io.jmesh.api.Registration local, long localOffset, long length, io.jmesh.api.RemoteRegion remote,
+                     long remoteOffset) {
+        return Status.BAD_ARGUMENT; // TODO(lead): one-sided ops over verbs land in the next commit
+    }
+
+    @Override
+    public int read(io.jmesh.api.Registration local, long localOffset, long length, io.jmesh.api.RemoteRegion remote,
+                    long remoteOffset) {
+        return Status.BAD_ARGUMENT;
+    }
+
     /**
      * Polls for progress and reports on one request.
      *

@@ -125,13 +125,22 @@ public final class TcpProvider implements Provider {
      */
     @Override
     public TcpConnect connect(ListenHandle peer) throws NoRouteException {
+        return connect(peer, null);
+    }
+
+    @Override
+    public TcpConnect connect(ListenHandle peer, String preferredLink) throws NoRouteException {
         Objects.requireNonNull(peer, "peer");
         checkOpen();
         if (!peer.isTcpProvider()) {
             throw new IllegalArgumentException("cannot connect to " + peer.prefixes() + ": the peer listens with the "
                     + "rdma provider and this node uses tcp; set JMESH_PROVIDER the same on both nodes");
         }
-        Route route = RouteSelector.best(links, peer);
+        Route route = RouteSelector.select(links, peer, preferredLink).getFirst();
+        if (preferredLink != null && !RouteSelector.usesLink(route, preferredLink)) {
+            LOG.info("{} shares no subnet with {}; connecting over {} instead", preferredLink, peer.prefixes(),
+                    route.local());
+        }
         TcpConnect c = new TcpConnect(this, peer, route);
         if (!adopt(c)) {
             c.close();

@@ -140,6 +140,11 @@ public final class TcpReceiver implements Receiver {
      *         {@link #error()}), {@link Status#CLOSED}, {@link Status#BAD_ARGUMENT} (no such request in flight)
      */
     @Override
+    public int iflush(int n, Registration[] registrations, long[] offsets, long[] sizes) {
+        return io.jmesh.api.Status.BAD_ARGUMENT; // not implemented yet over TCP
+    }
+
+    @Override
     public int test(int request) {
         if (request < 0 || request >= MAX_REQUESTS || !busy[request]) {
             return Status.BAD_ARGUMENT;

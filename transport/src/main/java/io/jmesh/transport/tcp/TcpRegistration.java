@@ -80,6 +80,11 @@ public final class TcpRegistration implements Registration {
         return windows[k];
     }
 
+    @Override
+    public io.jmesh.api.RemoteRegion remote() {
+        throw new UnsupportedOperationException("one-sided operations over the TCP provider are not implemented yet");
+    }
+
     /** Later sends and receives naming this registration fail with BAD_ARGUMENT; the memory stays the caller's. */
     @Override
     public void close() {

@@ -178,6 +178,18 @@ public final class TcpSender implements Sender {
      *         request in flight)
      */
     @Override
+    public int write(Registration local, long localOffset, long length, io.jmesh.api.RemoteRegion remote,
+                     long remoteOffset) {
+        return io.jmesh.api.Status.BAD_ARGUMENT; // not implemented yet over TCP
+    }
+
+    @Override
+    public int read(Registration local, long localOffset, long length, io.jmesh.api.RemoteRegion remote,
+                    long remoteOffset) {
+        return io.jmesh.api.Status.BAD_ARGUMENT; // not implemented yet over TCP
+    }
+
+    @Override
     public int test(int request) {
         if (request < 0 || request >= MESSAGES) {
             return Status.BAD_ARGUMENT;
