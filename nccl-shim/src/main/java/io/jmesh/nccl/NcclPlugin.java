@@ -272,8 +272,9 @@ public final class NcclPlugin {
     }
 
     /**
-     * Starts a connect. NCCL's device choice is kept when one of its links shares a subnet with the peer; otherwise
-     * the mesh's choice (a link that does reach the peer) is taken, and the log says so.
+     * Starts a connect. NCCL's device choice is kept when one of its links shares a subnet with the peer (that link is
+     * passed to the transport as the preferred one); otherwise the mesh's choice (a link that does reach the peer) is
+     * taken, and the log says so.
      */
     private PendingConnect start(Fabric f, int dev, byte[] handle) throws NoRouteException {
         ListenHandle peer = ListenHandle.decode(handle);
@@ -286,16 +287,16 @@ public final class NcclPlugin {
                 break;
             }
         }
-        String why = "";
-        if (viaChosen == null) {
-            Route r = routes.getFirst();
-            why = " (NCCL chose dev " + dev + (chosen == null ? "" : " " + chosen.name()) + ", which has no link to "
-                    + "the peer " + peer.prefixes() + "; using the mesh's link " + r.local() + " instead)";
-            LOG.info("connect: NCCL's dev {} {} cannot reach the peer {}: overriding with {}", dev,
-                    chosen == null ? "(unknown)" : chosen.links(), peer.prefixes(), r.local());
+        if (viaChosen != null) {
+            return new PendingConnect(f.connect(handle, viaChosen.local().prefix().address().getHostAddress()), dev,
+                    "");
         }
-        Connector c = f.connect(handle);
-        return new PendingConnect(c, dev, why);
+        Route r = routes.getFirst();
+        LOG.info("connect: NCCL's dev {} {} cannot reach the peer {}: overriding with {}", dev,
+                chosen == null ? "(unknown)" : chosen.name() + " " + chosen.links(), peer.prefixes(), r.local());
+        String why = " (NCCL chose dev " + dev + (chosen == null ? "" : " " + chosen.name()) + ", which has no link to "
+                + "the peer " + peer.prefixes() + "; the mesh's link " + r.local() + " was used instead)";
+        return new PendingConnect(f.connect(handle, null), dev, why);
     }
 
     public synchronized int accept(long listenComm, long recvCommOut) {
@@ -436,8 +437,10 @@ public final class NcclPlugin {
     }
 
     /**
-     * NCCL's flush. jmesh registers host memory only (ptrSupport HOST), where received data is visible once test
-     * reported the receive done, so there is nothing to wait for: the request is NULL, which NCCL reads as complete.
+     * NCCL's flush. NCCL flushes only receives into GPU memory; jmesh registers host memory only (ptrSupport HOST),
+     * where received data is visible once test reported the receive done, so there is nothing to wait for: the request
+     * is NULL, which NCCL reads as complete. (With GPU memory registration in the transport, this becomes {@link
+     * Receiver#iflush}, an RDMA READ through a loopback QP, exactly when such a buffer is flushed.)
      */
     public int iflush(long recvComm, int n, long data, long sizes, long mhandles, long requestOut) {
         try {
