@@ -52,4 +52,11 @@ else
             testbed_step "junit-$topology" testbed/junit --retry-infra "$topology" --classpath "$cp"
         done
     fi
+    # the NCCL plugin over verbs: nccl-net-driver in every guest of pair and triangle (docs/nccl.md)
+    if [ -x nccl-shim/target/nccl-plugin/bin/nccl-net-driver ]; then
+        testbed_step nccl scripts/nccl-testbed.sh pair triangle
+    else
+        echo "testbed: no NCCL plugin layout (nccl-shim/target/nccl-plugin: the Maven build above failed?)"
+        add_counts 0 1 0
+    fi
 fi
