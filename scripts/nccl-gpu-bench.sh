@@ -4,6 +4,8 @@
 # torchrun (PYTHON, default /opt/torch/.venv/bin/python). Writes logs and JSON results to OUT (default
 # target/nccl-gpu). See docs/nccl.md and docs/benchmarks.md.
 #   usage: scripts/nccl-gpu-bench.sh [--quick]
+# Environment: PLUGIN_DIR (the install layout), PYTHON, OUT, SIZES (MiB, default 1,4,16,64,256), ITERS (10),
+# JMESH_SOCKETS_SWEEP (e.g. "1 8": extra jmesh runs with that many TCP sockets per connection).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 PLUGIN_DIR=${PLUGIN_DIR:-$ROOT/nccl-shim/target/nccl-plugin}
@@ -69,6 +71,13 @@ if [ $((SECONDS - START)) -lt ${SOCKET4_BEFORE_S:-330} ]; then
 else
     echo "== 4. skipped (time): NCCL Socket with 4 sockets per connection"
 fi
+
+# optional: jmesh with other numbers of TCP data sockets per connection, e.g. JMESH_SOCKETS_SWEEP="1 8"
+for n in ${JMESH_SOCKETS_SWEEP:-}; do
+    echo "== 5. jmesh with JMESH_TCP_SOCKETS=$n"
+    run_torch "jmesh-tcp$n" 150 NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh JMESH_TCP_SOCKETS="$n" \
+        LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
 
 echo "results in $OUT ($((SECONDS - START)) s)"
 exit $status
