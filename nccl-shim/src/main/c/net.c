@@ -29,6 +29,16 @@ static int g_contexts; /* open v11+ contexts, or 1 once a v8-v10 init succeeded 
 
 #define UP (g_boot.upcalls)
 
+/* Every entry point but init: NCCL never calls them before a successful init, but a caller that does gets an error,
+   not a jump through an empty table. */
+#define REQUIRE_STARTED()                                                                                        \
+    do {                                                                                                         \
+        if (!g_started) {                                                                                        \
+            jm_log(NCCL_LOG_WARN, NCCL_ALL, __FILE__, __LINE__, "jmesh: %s called before a successful init", __func__); \
+            return ncclInternalError;                                                                            \
+        }                                                                                                        \
+    } while (0)
+
 /* ---- logging -------------------------------------------------------------------------------------------------- */
 
 void jm_log(int level, uint64_t flags, const char* file, int line, const char* fmt, ...) {
@@ -162,10 +172,12 @@ static ncclResult_t jm_finalize(void* ctx) {
 /* ---- common entry points (same signature in every version) ---------------------------------------------------- */
 
 static ncclResult_t jm_devices(int* ndev) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.devices(ndev);
 }
 
 static ncclResult_t jm_accept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_t** recvDevComm) {
+    REQUIRE_STARTED();
     if (recvDevComm != NULL && *recvDevComm != NULL) {
         jm_log(NCCL_LOG_WARN, NCCL_ALL, __FILE__, __LINE__, "jmesh: NCCL asked for device offload, which jmesh does "
                "not offer (netDeviceType HOST)");
@@ -175,35 +187,43 @@ static ncclResult_t jm_accept(void* listenComm, void** recvComm, ncclNetDeviceHa
 }
 
 static ncclResult_t jm_regMr(void* comm, void* data, size_t size, int type, void** mhandle) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.regMr(comm, data, size, type, 0, -1, mhandle);
 }
 
 static ncclResult_t jm_regMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
                                    void** mhandle) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.regMr(comm, data, size, type, offset, fd, mhandle);
 }
 
 static ncclResult_t jm_deregMr(void* comm, void* mhandle) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.deregMr(comm, mhandle);
 }
 
 static ncclResult_t jm_iflush(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.iflush(recvComm, n, data, sizes, mhandles, request);
 }
 
 static ncclResult_t jm_test(void* request, int* done, int* sizes) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.test(request, done, sizes);
 }
 
 static ncclResult_t jm_closeSend(void* comm) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.closeSend(comm);
 }
 
 static ncclResult_t jm_closeRecv(void* comm) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.closeRecv(comm);
 }
 
 static ncclResult_t jm_closeListen(void* comm) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.closeListen(comm);
 }
 
@@ -251,6 +271,7 @@ static ncclResult_t check_offload(ncclNetDeviceHandle_v8_t** devComm) {
 /* ---- properties, per version ----------------------------------------------------------------------------------- */
 
 static ncclResult_t read_props(int dev, jm_slot_t* p) {
+    REQUIRE_STARTED();
     memset(p, 0, sizeof(jm_slot_t) * JM_P_SLOTS);
     return (ncclResult_t)UP.getProperties(dev, p);
 }
@@ -358,23 +379,27 @@ static ncclResult_t init_v12(void** ctx, uint64_t commId, ncclNetCommConfig_v12_
 #endif
 
 static ncclResult_t listen_ctx(void* ctx, int dev, void* handle, void** listenComm) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.listen(ctx, dev, handle, listenComm);
 }
 
 static ncclResult_t connect_ctx(void* ctx, int dev, void* handle, void** sendComm,
                                 ncclNetDeviceHandle_v8_t** sendDevComm) {
+    REQUIRE_STARTED();
     ncclResult_t rc = check_offload(sendDevComm);
     return rc != ncclSuccess ? rc : (ncclResult_t)UP.connect(ctx, dev, handle, sendComm);
 }
 
 static ncclResult_t isend_v10(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle,
                               void** request) {
+    REQUIRE_STARTED();
     (void)phandle;
     return (ncclResult_t)UP.isend(sendComm, data, size, tag, mhandle, request);
 }
 
 static ncclResult_t irecv_v10(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles,
                               void** phandles, void** request) {
+    REQUIRE_STARTED();
     (void)phandles;
     return (ncclResult_t)UP.irecv(recvComm, n, data, sizes, tags, mhandles, request);
 }
@@ -440,11 +465,13 @@ static ncclResult_t init_v10(ncclDebugLogger_t logFunction, ncclProfilerCallback
 }
 
 static ncclResult_t listen_noctx(int dev, void* handle, void** listenComm) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.listen(NULL, dev, handle, listenComm);
 }
 
 static ncclResult_t connect_v10(int dev, ncclNetCommConfig_v10_t* config, void* handle, void** sendComm,
                                 ncclNetDeviceHandle_v10_t** sendDevComm) {
+    REQUIRE_STARTED();
     (void)config;
     ncclResult_t rc = check_offload(sendDevComm);
     return rc != ncclSuccess ? rc : (ncclResult_t)UP.connect(NULL, dev, handle, sendComm);
@@ -484,21 +511,25 @@ static ncclResult_t init_v8(ncclDebugLogger_t logFunction) {
 }
 
 static ncclResult_t connect_v8(int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v8_t** sendDevComm) {
+    REQUIRE_STARTED();
     ncclResult_t rc = check_offload(sendDevComm);
     return rc != ncclSuccess ? rc : (ncclResult_t)UP.connect(NULL, dev, handle, sendComm);
 }
 
 static ncclResult_t connect_v9(int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v9_t** sendDevComm) {
+    REQUIRE_STARTED();
     ncclResult_t rc = check_offload(sendDevComm);
     return rc != ncclSuccess ? rc : (ncclResult_t)UP.connect(NULL, dev, handle, sendComm);
 }
 
 static ncclResult_t isend_v9(void* sendComm, void* data, size_t size, int tag, void* mhandle, void** request) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.isend(sendComm, data, size, tag, mhandle, request);
 }
 
 static ncclResult_t irecv_v9(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles,
                              void** request) {
+    REQUIRE_STARTED();
     return (ncclResult_t)UP.irecv(recvComm, n, data, sizes, tags, mhandles, request);
 }
 
@@ -528,6 +559,7 @@ EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
 /* ---- v8: int sizes --------------------------------------------------------------------------------------------- */
 
 static ncclResult_t isend_v8(void* sendComm, void* data, int size, int tag, void* mhandle, void** request) {
+    REQUIRE_STARTED();
     if (size < 0) {
         return ncclInvalidArgument;
     }
@@ -536,6 +568,7 @@ static ncclResult_t isend_v8(void* sendComm, void* data, int size, int tag, void
 
 static ncclResult_t irecv_v8(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles,
                              void** request) {
+    REQUIRE_STARTED();
     size_t wide[8];
     if (n < 1 || n > 8) {
         return ncclInvalidArgument;
