@@ -41,7 +41,10 @@ fi
 for topo in "${topos[@]}"; do
     n=2; [ "$topo" = triangle ] && n=3
     runfile=$(mktemp)
-    "$ROOT/testbed/run" --retry-infra --grace 60 -t 420 --run-dir-file "$runfile" "$topo" -- \
+    # a run folder of our own under target/ (target/testbed may be a symlink, which the guests cannot follow)
+    out=$ROOT/target/nccl-testbed/$(date +%Y%m%d-%H%M%S)-$topo
+    mkdir -p "$(dirname "$out")"
+    "$ROOT/testbed/run" --retry-infra --grace 60 -t 420 --out "$out" --run-dir-file "$runfile" "$topo" -- \
         bash "$ROOT/scripts/nccl-testbed.sh" --guest
     rc=$?
     run=$(cat "$runfile" 2>/dev/null); rm -f "$runfile"
