@@ -165,14 +165,22 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
             fail("ibv_poll_cq on " + ep.device.name() + " failed: " + n);
             return;
         }
+        if (n == 0) {
+            probeIfIdle();
+        }
         for (int i = 0; i < n; i++) {
             int status = Wr.wcStatus(ep.wcs, i);
             long wrId = Wr.wcWrId(ep.wcs, i);
             if (status != wcSuccess) {
-                fail(((wrId & CTS_WR) != 0 ? "a clear-to-send write on " : "a receive on ") + ep.device.name()
+                fail((wrId == Endpoint.PROBE_WR ? "the peer stopped answering: a liveness probe on "
+                        : (wrId & CTS_WR) != 0 ? "a clear-to-send write on " : "a receive on ") + ep.device.name()
                         + " failed: " + ep.device.verbs().wcStatusString(status)
                         + " (the peer died, closed, or is unreachable)");
                 return;
+            }
+            if (wrId == Endpoint.PROBE_WR) {
+                ep.probeDone();
+                continue;
             }
             if ((wrId & CTS_WR) != 0 || Wr.wcOpcode(ep.wcs, i) != opRecvImm) {
                 continue;
@@ -188,6 +196,18 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
                 }
             }
             complete[slot] = true;
+        }
+    }
+
+    /**
+     * Lets the endpoint probe the sender while nothing completes (see {@link Endpoint#idle}): a receiver with
+     * receives posted has nothing in flight, so only a probe can show that the sender died or closed. The probe's
+     * send-queue entry needs no accounting: at most one is in flight next to at most MAX_REQUESTS clear-to-sends.
+     */
+    private void probeIfIdle() {
+        int p = ep.idle(peerFifoAddress, peerFifoRkey);
+        if (p < 0) {
+            fail("ibv_post_send (liveness probe) on " + ep.device.name() + " failed: " + Errno.describe(-p));
         }
     }
 

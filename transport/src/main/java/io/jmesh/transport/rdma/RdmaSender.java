@@ -101,7 +101,7 @@ public final class RdmaSender implements io.jmesh.api.Sender {
         long seq = head + 1;
         long e0 = Cts.entry(slot, 0);
         if (Cts.seq(fifo, e0) != seq) {
-            return Status.NOT_READY;
+            return waitForCts();
         }
         int n = Cts.nreqs(fifo, e0);
         if (n < 1 || n > Cts.MAX_RECVS) {
@@ -111,14 +111,14 @@ public final class RdmaSender implements io.jmesh.api.Sender {
         for (int i = 0; i < n; i++) {
             long e = Cts.entry(slot, i);
             if (Cts.seq(fifo, e) != seq) {
-                return Status.NOT_READY;
+                return waitForCts();
             }
             if (match < 0 && (matched[slot] & (1 << i)) == 0 && Cts.tag(fifo, e) == tag) {
                 match = i;
             }
         }
         if (match < 0) {
-            return Status.NOT_READY;
+            return waitForCts();
         }
         long e = Cts.entry(slot, match);
         if (length > Cts.size(fifo, e)) {
@@ -139,6 +139,15 @@ public final class RdmaSender implements io.jmesh.api.Sender {
             drainPosts();
         }
         return k;
+    }
+
+    /**
+     * The answer while no clear-to-send matches yet: polls, so that a waiting sender runs its liveness probe and
+     * notices a receiver that died or closed (see {@link Endpoint#idle}).
+     */
+    private int waitForCts() {
+        progress();
+        return error != null ? Status.FAILED : Status.NOT_READY;
     }
 
     private int chunks(long bytes) {
@@ -290,20 +299,43 @@ public final class RdmaSender implements io.jmesh.api.Sender {
             fail("ibv_poll_cq on " + ep.device.name() + " failed: " + n);
             return;
         }
+        if (n == 0) {
+            probeIfIdle();
+        }
         for (int i = 0; i < n; i++) {
             int status = Wr.wcStatus(ep.wcs, i);
-            int slot = (int) Wr.wcWrId(ep.wcs, i);
+            long wrId = Wr.wcWrId(ep.wcs, i);
             if (status != wcSuccess) {
-                fail("a send on " + ep.device.name() + " failed: " + ep.device.verbs().wcStatusString(status)
+                fail((wrId == Endpoint.PROBE_WR ? "the peer stopped answering: a liveness probe on "
+                        : "a send on ") + ep.device.name() + " failed: " + ep.device.verbs().wcStatusString(status)
                         + " (the peer died, closed, or is unreachable)");
                 return;
             }
+            if (wrId == Endpoint.PROBE_WR) {
+                ep.probeDone();
+                outstandingWrs--;
+                continue;
+            }
+            int slot = (int) wrId;
             if (slot >= 0 && slot < Cts.MAX_REQUESTS) {
                 complete[slot] = true;
                 outstandingWrs -= wrCount[slot];
             }
         }
         drainPosts();
+    }
+
+    /** Lets the endpoint probe the peer while nothing completes; the probe holds a send-queue entry meanwhile. */
+    private void probeIfIdle() {
+        if (outstandingWrs >= ep.sendDepth) {
+            return;      // the queue is full of writes: their completions (or failures) will come
+        }
+        int p = ep.idle(peerSizesAddress, peerSizesRkey);
+        if (p > 0) {
+            outstandingWrs++;
+        } else if (p < 0) {
+            fail("ibv_post_send (liveness probe) on " + ep.device.name() + " failed: " + Errno.describe(-p));
+        }
     }
 
     private int fail(String why) {
