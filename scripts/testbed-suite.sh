@@ -51,5 +51,8 @@ else
         for topology in pair triangle twins; do
             testbed_step "junit-$topology" testbed/junit --retry-infra "$topology" --classpath "$cp"
         done
+        # a - b - c with no a-c link: only the test written for it (no route a <-> c, neighbours connect)
+        testbed_step junit-line3 testbed/junit --retry-infra line:3 --classpath "$cp" \
+            -- --select-class io.jmesh.transport.rdma.RdmaLineTest
     fi
 fi

@@ -309,9 +309,9 @@ class RdmaCloseInFlightTest {
         connect(1, senders, receivers);
         RdmaSender s = senders.getFirst();
         RdmaReceiver r = receivers.getFirst();
-        long len = BIG + 3;
+        long len = (1 << 20) + 3;
         fill(sendBuf, len, seed(me, 3, 3));
-        int rreq = r.irecv(1, new Registration[] {recvReg}, new long[] {0}, new long[] {2 * BIG}, new int[] {5});
+        int rreq = r.irecv(1, new Registration[] {recvReg}, new long[] {0}, new long[] {BIG}, new int[] {5});
         assertTrue(rreq >= 0, Status.describe(rreq));
         int sreq = awaitRequest(() -> s.isend(sendReg, 0, len, 5), s, "message on a new connection");
         awaitDone(() -> s.test(sreq), s, "message on a new connection");
