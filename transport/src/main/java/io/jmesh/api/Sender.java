@@ -55,6 +55,14 @@ public interface Sender extends AutoCloseable {
     /** Why the connection failed, or null. */
     String error();
 
+    /**
+     * Why request {@code request} failed: for a one-sided operation that {@link #test} reported as {@link
+     * Status#REFUSED}, the peer's reason (until the request id is reused); otherwise {@link #error()}.
+     */
+    default String failure(int request) {
+        return error();
+    }
+
     /** Closes the connection; requests in flight fail. */
     @Override
     void close();

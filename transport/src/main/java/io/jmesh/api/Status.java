@@ -12,6 +12,12 @@ public final class Status {
     public static final int BAD_ARGUMENT = -4;
     /** The connection is closed. */
     public static final int CLOSED = -5;
+    /**
+     * The peer refused a one-sided operation: no open registration has the region's id (closed, or a region not from
+     * that peer), or the range lies outside it; {@link Sender#failure(int)} says which. Only the TCP provider reports
+     * this and keeps the connection; on verbs the NIC fails the connection instead.
+     */
+    public static final int REFUSED = -6;
 
     private Status() {
     }
@@ -23,6 +29,7 @@ public final class Status {
             case FAILED -> "connection failed";
             case BAD_ARGUMENT -> "bad argument";
             case CLOSED -> "closed";
+            case REFUSED -> "refused by the peer";
             default -> code >= 0 ? "request " + code : "status " + code;
         };
     }

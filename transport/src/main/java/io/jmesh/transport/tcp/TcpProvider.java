@@ -48,6 +48,7 @@ public final class TcpProvider implements Provider {
     private final Duration handshakeTimeout;
     private final HandshakeAgent agent;
     private final Set<AutoCloseable> owned = new LinkedHashSet<>();
+    private final TcpRegistry registry = new TcpRegistry();
     private boolean closed;
 
     TcpProvider(List<LocalLink> links, int sockets, Duration handshakeTimeout, HandshakeAgent agent) {
@@ -150,7 +151,8 @@ public final class TcpProvider implements Provider {
     }
 
     /**
-     * Wraps memory for sending from and receiving into. Native memory is used as is; a heap segment goes through the
+     * Wraps memory for sending from, receiving into, and one-sided access by peers (it gets a random id, see {@link
+     * TcpRegistration#remote()}). Native memory is used as is; a heap segment goes through the
      * JDK's temporary direct buffers.
      *
      * @throws IllegalArgumentException when the segment cannot be viewed as a ByteBuffer
@@ -158,7 +160,12 @@ public final class TcpProvider implements Provider {
     @Override
     public Registration register(MemorySegment memory) {
         Objects.requireNonNull(memory, "memory");
-        return new TcpRegistration(memory);
+        return new TcpRegistration(memory, registry);
+    }
+
+    /** This provider's open registrations by id, for one-sided requests from peers. */
+    TcpRegistry registry() {
+        return registry;
     }
 
     private synchronized void checkOpen() {
