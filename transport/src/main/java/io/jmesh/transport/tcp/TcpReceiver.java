@@ -380,8 +380,8 @@ public final class TcpReceiver implements Receiver {
                 }
                 long served = replyServed[slot];
                 int n = (int) Math.min(ChunkHeader.SEND_MAX, replyLength[slot] - served);
-                OpFrame.answer(answerHeader, 0, replyOp[slot], served, n);
                 answerHeader.clear();
+                OpFrame.answer(answerHeader, 0, replyOp[slot], served, n);
                 answerPayload = answerViews.view(r, replyOffset[slot] + served, n);
                 replyServed[slot] = served + n;
                 continue;
