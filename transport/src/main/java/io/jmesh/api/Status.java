@@ -1,6 +1,14 @@
 package io.jmesh.api;
 
-/** Return codes of the data path: a request id (>= 0) or one of these. Nothing on the data path throws. */
+/**
+ * Return codes of the data path: a request id (>= 0) or one of these. Nothing on the data path throws.
+ *
+ * <pre>{@code
+ * int req = sender.isend(reg, 0, 4096, tag);
+ * if (req == Status.NOT_READY) { ... call again later ... }
+ * else if (req < 0) throw new IllegalStateException(Status.describe(req) + ": " + sender.failure(req));
+ * }</pre>
+ */
 public final class Status {
     /** Not possible yet (no matching receive posted by the peer, or all request slots busy): call again later. */
     public static final int NOT_READY = -1;
