@@ -395,7 +395,7 @@ public final class Progress implements AutoCloseable {
         Op op;
         while ((op = submitted.poll()) != null) {
             op.future.completeExceptionally(new TransferException(Status.CLOSED,
-                    op.describe() + " was handed to a closed progress agent"));
+                    op.describe() + ": the progress agent was closed before the operation was issued"));
         }
     }
 
