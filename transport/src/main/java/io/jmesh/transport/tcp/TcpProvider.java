@@ -28,7 +28,8 @@ import java.util.Set;
  * the verbs provider: unidirectional connections (connect gives a {@link TcpSender}, accept a {@link TcpReceiver}),
  * receiver-driven flow control with grouped, tagged receives, and up to 32 requests in flight. Each connection runs
  * over the one local link that shares a subnet with the peer, with {@code JMESH_TCP_SOCKETS} data sockets bound to
- * that link's address.
+ * that link's address. One-sided writes and reads name a registration by its random id ({@link TcpRegistry}); the
+ * owner's {@link TcpReceiver} applies and serves them while its application polls it, where verbs has the NIC do it.
  *
  * <pre>{@code
  * try (TcpProvider tcp = TcpProvider.open(JmeshConfig.fromEnvironment())) {
