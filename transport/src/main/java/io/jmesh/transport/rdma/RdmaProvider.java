@@ -50,10 +50,19 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
     private final HandshakeAgent agent;
     private final Map<String, ProtectionDomain> domains = new LinkedHashMap<>();
     private final List<AutoCloseable> owned = new ArrayList<>();
+    /** Open connections (senders and receivers), closed before the listeners, PDs and devices. */
+    private final java.util.Set<AutoCloseable> connections = new java.util.LinkedHashSet<>();
+    /** Open registrations, deregistered after the connections and before the protection domains. */
+    private final java.util.Set<AutoCloseable> registrations = new java.util.LinkedHashSet<>();
+    private final int qpsPerConnection;
+    private final boolean multiLink;
     private boolean closed;
 
-    private RdmaProvider(Verbs verbs, List<LocalLink> links, QpOptions options, HandshakeAgent agent) {
+    private RdmaProvider(Verbs verbs, List<LocalLink> links, QpOptions options, HandshakeAgent agent,
+                         int qpsPerConnection, boolean multiLink) {
         this.verbs = verbs;
+        this.qpsPerConnection = qpsPerConnection;
+        this.multiLink = multiLink;
         this.links = List.copyOf(links);
         this.devices = links.stream().map(LocalLink::device).distinct().toList();
         this.options = options;
@@ -77,7 +86,8 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
                     + "GID" + (found.problems().isEmpty() ? "" : " (" + String.join("; ", found.problems()) + ")")
                     + "; run 'jmesh devices' to see each port and address", 0);
         }
-        return new RdmaProvider(Verbs.load(), links, QpOptions.from(config), HandshakeAgent.shared());
+        return new RdmaProvider(Verbs.load(), links, QpOptions.from(config), HandshakeAgent.shared(),
+                config.qpsPerConnection(), config.multiLink());
     }
 
     /** Every (device, port, address) that can carry a connection, from a discovery result. */
@@ -123,6 +133,48 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
 
     QpOptions options() {
         return options;
+    }
+
+    int qpsPerConnection() {
+        return qpsPerConnection;
+    }
+
+    boolean multiLink() {
+        return multiLink;
+    }
+
+    /** A queue pair in INIT on {@code link}, with its CQ and a registered control region of {@code controlBytes}. */
+    Endpoint endpoint(LocalLink link, long controlBytes) {
+        ProtectionDomain pd = domain(link.device());
+        byte[] gid = gid(pd.device(), link.port(), link.gidIndex());
+        return new Endpoint(pd, deviceIndex(link.device()), link.port(), link.gidIndex(), gid, controlBytes, options);
+    }
+
+    /** A queue pair on {@code link} connected to itself (RTS), for flush reads of local memory. */
+    Endpoint loopback(LocalLink link, long controlBytes) {
+        Endpoint ep = endpoint(link, controlBytes);
+        try {
+            ep.connect(ep.local());
+            return ep;
+        } catch (RuntimeException e) {
+            ep.close();
+            throw e;
+        }
+    }
+
+    /** Adopts an open connection: {@link #close()} closes it first. */
+    synchronized void track(AutoCloseable connection) {
+        if (closed) {
+            throw new IllegalStateException("the RDMA provider is closed");
+        }
+        connections.add(connection);
+    }
+
+    /** Forgets a connection that closed itself. */
+    synchronized void forget(AutoCloseable connection) {
+        if (!connections.remove(connection)) {
+            registrations.remove(connection);
+        }
     }
 
     /** The protection domain of a device, opening the device on first use. */
@@ -188,7 +240,15 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
             }
             throw e;
         }
-        return new RdmaRegistration(memory, regions);
+        RdmaRegistration registration = new RdmaRegistration(memory, regions, this::forget);
+        synchronized (this) {
+            if (!closed) {
+                registrations.add(registration);
+                return registration;
+            }
+        }
+        registration.close();
+        throw new IllegalStateException("the RDMA provider is closed");
     }
 
     /** Listens on every usable link; the handle carries all their addresses. */
@@ -215,10 +275,13 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
             throw new IllegalArgumentException("the peer listens with the tcp provider, this node uses rdma: set "
                     + "JMESH_PROVIDER the same on both nodes");
         }
-        return new RdmaConnect(this, peer);
+        return new RdmaConnect(this, peer, preferredLink);
     }
 
-    /** Closes listeners, then every protection domain and device, in that order; reports the first failure. */
+    /**
+     * Closes open connections, then listeners, then registrations still open, then every protection domain and
+     * device, in that order; reports the first failure. Connections must not be in use by other threads meanwhile.
+     */
     @Override
     public synchronized void close() {
         if (closed) {
@@ -226,7 +289,12 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
         }
         closed = true;
         RuntimeException first = null;
-        for (AutoCloseable c : owned) {
+        List<AutoCloseable> all = new ArrayList<>(connections);
+        connections.clear();
+        all.addAll(owned);
+        all.addAll(registrations);
+        registrations.clear();
+        for (AutoCloseable c : all) {
             try {
                 c.close();
             } catch (Exception e) {

@@ -11,10 +11,12 @@ final class RdmaRegistration implements Registration {
     private final MemoryRegion[] regions;
     final long address;
     final long length;
+    private final java.util.function.Consumer<AutoCloseable> onClose;
     private boolean closed;
 
-    RdmaRegistration(MemorySegment memory, MemoryRegion[] regions) {
+    RdmaRegistration(MemorySegment memory, MemoryRegion[] regions, java.util.function.Consumer<AutoCloseable> onClose) {
         this.memory = memory;
+        this.onClose = onClose;
         this.regions = regions;
         this.address = memory.address();
         this.length = memory.byteSize();
@@ -53,6 +55,7 @@ final class RdmaRegistration implements Registration {
             return;
         }
         closed = true;
+        onClose.accept(this);
         RuntimeException first = null;
         for (MemoryRegion r : regions) {
             try {
