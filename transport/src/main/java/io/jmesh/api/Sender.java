@@ -26,8 +26,9 @@ public interface Sender extends AutoCloseable {
      * One-sided RDMA WRITE: copies bytes [localOffset, localOffset + length) of {@code local} into the peer's
      * registered memory at {@code remoteOffset} of {@code remote} (from the peer's {@link Registration#remote()}),
      * without the peer posting a receive. The peer learns nothing of it: tell it with a message when it must know
-     * (a send issued after the write is received only once the write is in place). Writes, reads and sends on one
-     * connection complete in the order they were issued. The write is complete once it is in the peer's memory.
+     * (a send issued after the write is received only once the write is in place; a read sees the writes issued
+     * before it). The write is complete once it is in the peer's memory. TCP reports the requests of a connection
+     * in issue order; verbs may report a write before an earlier send (see docs/api.md).
      *
      * <p>Verbs: the peer's NIC applies it. TCP: the peer's {@link Receiver} applies it, and only while the peer's
      * application polls that receiver ({@link Receiver#test}, {@link Receiver#poll()}, or a {@link Progress} agent
