@@ -48,9 +48,12 @@ else
         echo "testbed: no test class path (the Maven build above failed?)"
         add_counts 0 1 0
     else
-        for topology in pair triangle twins; do
-            testbed_step "junit-$topology" testbed/junit --retry-infra "$topology" --classpath "$cp"
-        done
+        # pair: one queue pair per connection; triangle: two per connection (JMESH_QPS_PER_CONNECTION=2);
+        # twins: one per link, over both links
+        testbed_step junit-pair testbed/junit --retry-infra pair --classpath "$cp"
+        testbed_step junit-triangle testbed/junit --retry-infra -e JMESH_QPS_PER_CONNECTION=2 triangle \
+            --classpath "$cp"
+        testbed_step junit-twins testbed/junit --retry-infra twins --classpath "$cp"
         # a - b - c with no a-c link: only the test written for it (no route a <-> c, neighbours connect)
         testbed_step junit-line3 testbed/junit --retry-infra line:3 --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaLineTest

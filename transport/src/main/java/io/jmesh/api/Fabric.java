@@ -91,6 +91,18 @@ public final class Fabric implements AutoCloseable {
         return provider.connect(ListenHandle.decode(handle));
     }
 
+    /**
+     * Starts connecting to a listener, over {@code preferredLink} when it can reach the listener: a device name
+     * ("rocep1s0f0"), or a local address ("192.168.101.2"). When it cannot (no shared subnet), the mesh routing picks
+     * the link and the log says so at INFO; {@link Connector#route()} tells which was taken. This is how the NCCL
+     * plugin honours NCCL's choice of NIC where that choice works.
+     *
+     * @throws NoRouteException when no local link at all shares a subnet with the listener
+     */
+    public Connector connect(byte[] handle, String preferredLink) throws NoRouteException {
+        return provider.connect(ListenHandle.decode(handle), preferredLink);
+    }
+
     /** Starts connecting to a listener given its printable handle ({@link Listener#handleText()}). */
     public Connector connect(String handle) throws NoRouteException {
         return provider.connect(ListenHandle.parse(handle));

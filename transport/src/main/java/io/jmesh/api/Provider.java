@@ -8,7 +8,16 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
-/** A transport behind the API: verbs ({@code rdma}) or sockets ({@code tcp}). {@link Fabric} picks one. */
+/**
+ * A transport behind the API: verbs ({@code rdma}) or sockets ({@code tcp}). {@link Fabric} picks one; applications
+ * use the fabric, and only code that adds a transport implements this.
+ *
+ * <pre>{@code
+ * try (Fabric fabric = Fabric.open()) {               // JMESH_PROVIDER=auto|rdma|tcp
+ *     System.out.println(fabric.provider() + " over " + fabric.links());
+ * }
+ * }</pre>
+ */
 public interface Provider extends AutoCloseable {
     /** "rdma" or "tcp". */
     String name();
@@ -19,7 +28,15 @@ public interface Provider extends AutoCloseable {
     Listener listen() throws IOException;
 
     /** Starts a connect over the local link that shares a subnet with one of the peer's addresses. */
-    Connector connect(ListenHandle peer) throws NoRouteException;
+    default Connector connect(ListenHandle peer) throws NoRouteException {
+        return connect(peer, null);
+    }
+
+    /**
+     * Starts a connect, over {@code preferredLink} (a device name or a local address) when that link shares a subnet
+     * with the peer, otherwise over the link the mesh routing chooses (and the log says why).
+     */
+    Connector connect(ListenHandle peer, String preferredLink) throws NoRouteException;
 
     Registration register(MemorySegment memory);
 

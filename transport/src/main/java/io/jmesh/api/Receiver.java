@@ -24,6 +24,17 @@ public interface Receiver extends AutoCloseable {
      */
     int irecv(int n, Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags);
 
+    /**
+     * Makes the data of a completed receive visible to this node's readers of that memory, as NCCL's iflush does
+     * for GPU memory written by the NIC: on verbs an RDMA READ of the received buffers through a loopback queue
+     * pair, which the NIC completes only after its earlier writes into them have landed. Needed only where another
+     * device (a GPU) reads the buffers; plain host memory is consistent once {@link #test} returned 1.
+     *
+     * @return a request id for {@link #test}, or {@link Status#NOT_READY}, {@link Status#BAD_ARGUMENT}, {@link
+     *         Status#FAILED}, {@link Status#CLOSED}
+     */
+    int iflush(int n, Registration[] registrations, long[] offsets, long[] sizes);
+
     /** @return 1 when the request completed, 0 while in flight, or a negative {@link Status} */
     int test(int request);
 
@@ -32,6 +43,16 @@ public interface Receiver extends AutoCloseable {
 
     /** Why the connection failed, or null. */
     String error();
+
+    /**
+     * Makes progress without a request of its own. On TCP the receiving end applies the peer's one-sided writes and
+     * serves its reads (see {@link Sender#write}) only while it is polled: through {@link #irecv}, {@link #test},
+     * {@link #iflush} or this; an application that posts no receives must call this (or hand the receiver to a
+     * {@link Progress} agent) for the peer's one-sided operations to complete. On verbs the NIC does that work and
+     * this does nothing. Never blocks.
+     */
+    default void poll() {
+    }
 
     @Override
     void close();

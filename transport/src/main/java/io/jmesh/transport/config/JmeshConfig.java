@@ -35,6 +35,13 @@ public final class JmeshConfig {
     public static final Key IB_TRAFFIC_CLASS = new Key("jmesh.ib.tc", "JMESH_IB_TC", null,
             "traffic class (DSCP << 2) of the QPs' GRH");
 
+    public static final Key QPS_PER_CONNECTION = new Key("jmesh.qps.per.connection", "JMESH_QPS_PER_CONNECTION", null,
+            "queue pairs per link of a verbs connection; each message is split across all of them (NCCL's "
+                    + "NCCL_IB_QPS_PER_CONNECTION)");
+    public static final Key MULTI_LINK = new Key("jmesh.multi.link", "JMESH_MULTI_LINK", null,
+            "1: a verbs connection uses every equally fast link that joins the two nodes (DGX Spark twins) and "
+                    + "splits each message across them; 0: only the best link");
+
     public static final Key PROVIDER = new Key("jmesh.provider", "JMESH_PROVIDER", null,
             "which transport to use: auto (verbs where a usable RDMA link exists, else TCP), rdma, or tcp");
     public static final Key DISABLE_RDMA = new Key("jmesh.disable.rdma", "JMESH_DISABLE_RDMA", "NCCL_MESH_DISABLE_RDMA",
@@ -52,7 +59,7 @@ public final class JmeshConfig {
     /** All settings, for documentation and 'jmesh doctor'. */
     public static java.util.List<Key> keys() {
         return java.util.List.of(PROVIDER, DISABLE_RDMA, ADDRESSES, GID_INDEX, IB_TIMEOUT, IB_RETRY_COUNT,
-                IB_RNR_RETRY, IB_SERVICE_LEVEL, IB_TRAFFIC_CLASS, TCP_SOCKETS, HANDSHAKE_TIMEOUT_MS,
+                IB_RNR_RETRY, IB_SERVICE_LEVEL, IB_TRAFFIC_CLASS, QPS_PER_CONNECTION, MULTI_LINK, TCP_SOCKETS, HANDSHAKE_TIMEOUT_MS,
                 HANDSHAKE_MAX_PENDING);
     }
 
@@ -178,6 +185,16 @@ public final class JmeshConfig {
             }
         }
         return java.util.List.copyOf(out);
+    }
+
+    /** Queue pairs per link of a verbs connection (default 1, at most 4). */
+    public int qpsPerConnection() {
+        return intValue(QPS_PER_CONNECTION, 1, 4, 1);
+    }
+
+    /** Whether a verbs connection spreads over every equally fast link to its peer (default yes). */
+    public boolean multiLink() {
+        return intValue(MULTI_LINK, 0, 1, 1) == 1;
     }
 
     /** Data sockets per TCP connection (default 4). */

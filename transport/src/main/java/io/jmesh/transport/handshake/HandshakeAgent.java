@@ -23,6 +23,7 @@ import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -61,6 +62,8 @@ public final class HandshakeAgent implements AutoCloseable {
 
     private final HandshakeSettings settings;
     private final long timeoutNanos;
+    /** Nanosecond time for deadlines: System.nanoTime, or a test's manual clock. */
+    private final LongSupplier clock;
     private final Selector selector;
     private final Thread thread;
     private final Queue<Runnable> commands = new ConcurrentLinkedQueue<>();
@@ -73,6 +76,8 @@ public final class HandshakeAgent implements AutoCloseable {
     private final List<HandshakeListener> listeners = new ArrayList<>();
     private long selectTimeoutMillis = MAX_IDLE_MILLIS;
 
+    /** Completed turns of the agent loop, for {@link #awaitFullTurn}. */
+    private volatile long turns;
     private volatile boolean running = true;
     private volatile boolean terminated;
 
@@ -80,18 +85,44 @@ public final class HandshakeAgent implements AutoCloseable {
     private record Acceptor(HandshakeListener listener, ServerSocketChannel server) {
     }
 
-    private HandshakeAgent(HandshakeSettings settings) throws IOException {
+    private HandshakeAgent(HandshakeSettings settings, LongSupplier clock) throws IOException {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.timeoutNanos = settings.timeout().toNanos();
+        this.clock = Objects.requireNonNull(clock, "clock");
         this.selector = Selector.open();
         this.thread = Thread.ofPlatform().daemon().name(THREAD_NAME).unstarted(this::run);
     }
 
     /** Starts a standalone agent with its own thread (tests, embedding); {@link #close()} stops it. */
     public static HandshakeAgent start(HandshakeSettings settings) throws IOException {
-        HandshakeAgent agent = new HandshakeAgent(settings);
+        return start(settings, System::nanoTime);
+    }
+
+    /** Starts an agent whose deadlines follow {@code clock} (nanoseconds): tests use a manual clock. */
+    static HandshakeAgent start(HandshakeSettings settings, LongSupplier clock) throws IOException {
+        HandshakeAgent agent = new HandshakeAgent(settings, clock);
         agent.thread.start();
         return agent;
+    }
+
+    /**
+     * Waits until the agent thread has begun and finished a whole turn of its loop (commands, then deadlines) after
+     * this call, so a test that moved a manual clock knows the agent has seen the new time.
+     *
+     * @return false if that did not happen within {@code timeoutMillis}
+     */
+    boolean awaitFullTurn(long timeoutMillis) throws InterruptedException {
+        // the turn in progress may have read the clock before the caller moved it; the one after it has not
+        long target = turns + 2;
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        while (turns < target) {
+            if (!running || System.nanoTime() - end > 0) {
+                return false;
+            }
+            selector.wakeup();
+            Thread.sleep(1);
+        }
+        return true;
     }
 
     /** The process's agent, started on first use with default settings. */
@@ -196,7 +227,7 @@ public final class HandshakeAgent implements AutoCloseable {
         Objects.requireNonNull(payload, "payload");
         checkPayload(payload);
         OutboundHandshake handshake = new OutboundHandshake(this, route);
-        long deadline = System.nanoTime() + timeoutNanos;
+        long deadline = clock.getAsLong() + timeoutNanos;
         byte[] secret = peer.secretBytes();
         byte[] copy = payload.clone();
         execute(() -> startConnect(handshake, deadline, secret, copy), handshake);
@@ -301,7 +332,8 @@ public final class HandshakeAgent implements AutoCloseable {
                 try {
                     selector.select(this::onSelected, selectTimeoutMillis);
                     runCommands();
-                    selectTimeoutMillis = expireDeadlines(System.nanoTime());
+                    selectTimeoutMillis = expireDeadlines(clock.getAsLong());
+                    turns++;
                 } catch (Exception | LinkageError | AssertionError e) {
                     LOG.error("jmesh handshake agent: unexpected error; the agent keeps running", e);
                 }
@@ -395,7 +427,7 @@ public final class HandshakeAgent implements AutoCloseable {
             }
             victim.evict(cap);
         }
-        InboundSession session = new InboundSession(this, listener, channel, System.nanoTime() + timeoutNanos, peer);
+        InboundSession session = new InboundSession(this, listener, channel, clock.getAsLong() + timeoutNanos, peer);
         try {
             session.key = channel.register(selector, SelectionKey.OP_READ, session);
         } catch (IOException e) {

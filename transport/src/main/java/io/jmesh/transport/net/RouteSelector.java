@@ -75,6 +75,33 @@ public final class RouteSelector {
         return List.copyOf(routes);
     }
 
+    /**
+     * The routes of {@link #select}, with those over {@code preferredLink} (a device name or a local address) moved
+     * to the front; unchanged when {@code preferredLink} is null or reaches no peer address (check with {@link
+     * #usesLink}).
+     */
+    public static List<Route> select(List<LocalLink> local, ListenHandle peer, String preferredLink)
+            throws NoRouteException {
+        List<Route> routes = select(local, peer);
+        if (preferredLink == null || preferredLink.isEmpty()) {
+            return routes;
+        }
+        List<Route> preferred = new ArrayList<>();
+        List<Route> rest = new ArrayList<>();
+        for (Route r : routes) {
+            (usesLink(r, preferredLink) ? preferred : rest).add(r);
+        }
+        preferred.addAll(rest);
+        return List.copyOf(preferred);
+    }
+
+    /** True when the route leaves through {@code link}: its device name or its local address. */
+    public static boolean usesLink(Route route, String link) {
+        return link != null && (route.local().device().equals(link)
+                || route.local().prefix().address().getHostAddress().equals(link)
+                || route.local().prefix().toString().equals(link));
+    }
+
     /** The best route only; see {@link #select}. */
     public static Route best(List<LocalLink> local, ListenHandle peer) throws NoRouteException {
         return select(local, peer).getFirst();

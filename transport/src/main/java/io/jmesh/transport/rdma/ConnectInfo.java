@@ -2,64 +2,129 @@ package io.jmesh.transport.rdma;
 
 import io.jmesh.transport.verbs.QpEndpoint;
 
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.List;
 
 /**
- * What the two ends of a verbs connection exchange in the handshake: the queue pair (QPN, PSN, GID, MTU) and the one
- * control region the peer writes into: for the sender, its clear-to-send FIFO; for the receiver, its array of
- * received sizes. 40 bytes, big-endian, validated on decode: it came from the network.
+ * What the two ends of a verbs connection exchange in the handshake: one queue pair per rail (QPN, PSN, GID, MTU,
+ * the sender of this info's device index for one-sided keys, and, from the connector, which of the listener's
+ * addresses the rail goes to) and the one control region the peer writes into: for the sender, its clear-to-send
+ * FIFO; for the receiver, its array of received sizes. Big-endian, validated on decode: it came from the network.
  *
  * <pre>
- *  0 u8  version (1)      1 u8  ibv_mtu (1..5)   2 u16 flags (0)
- *  4 u32 qpn (24 bits)    8 u32 psn (24 bits)   12 u8[16] gid
- * 28 u64 control address 36 u32 control rkey
+ *  0 u8  version (2)   1 u8 rails (1..8)   2 u16 flags (0)   4 u32 control rkey   8 u64 control address
+ * 16 + 44 * r, per rail:
+ *     0 u8 ibv_mtu (1..5)   1 u8 device index   2 u16 0   4 u32 qpn   8 u32 psn   12 u8[16] gid
+ *    28 u8[16] target: the listener address this rail connects to (IPv6 or v4-mapped); zero from the listener
  * </pre>
  */
-public record ConnectInfo(QpEndpoint qp, long controlAddress, int controlRkey) {
-    public static final int VERSION = 1;
-    public static final int BYTES = 40;
+public record ConnectInfo(List<Rail> rails, long controlAddress, int controlRkey) {
+    public static final int VERSION = 2;
+    static final int HEADER_BYTES = 16;
+    static final int RAIL_BYTES = 44;
+
+    /**
+     * One queue pair of a connection.
+     *
+     * @param qp          the queue pair's endpoint
+     * @param deviceIndex the index of its device among the sending node's devices (picks a region's rkey)
+     * @param target      the listener address the rail connects to, or null (from the listener)
+     */
+    public record Rail(QpEndpoint qp, int deviceIndex, InetAddress target) {
+        public Rail {
+            if (deviceIndex < 0 || deviceIndex > 255) {
+                throw new IllegalArgumentException("device index " + deviceIndex + " out of range 0..255");
+            }
+        }
+    }
+
+    public ConnectInfo {
+        if (rails.isEmpty() || rails.size() > Cts.MAX_RAILS) {
+            throw new IllegalArgumentException(rails.size() + " rails (1.." + Cts.MAX_RAILS + " allowed)");
+        }
+        rails = List.copyOf(rails);
+    }
+
+    public int bytes() {
+        return HEADER_BYTES + RAIL_BYTES * rails.size();
+    }
 
     public byte[] encode() {
-        ByteBuffer b = ByteBuffer.allocate(BYTES);
-        b.put((byte) VERSION).put((byte) qp.ibvMtu()).putShort((short) 0);
-        b.putInt(qp.qpn()).putInt(qp.psn()).put(qp.gid());
-        b.putLong(controlAddress).putInt(controlRkey);
+        ByteBuffer b = ByteBuffer.allocate(bytes());
+        b.put((byte) VERSION).put((byte) rails.size()).putShort((short) 0).putInt(controlRkey).putLong(controlAddress);
+        for (Rail r : rails) {
+            b.put((byte) r.qp().ibvMtu()).put((byte) r.deviceIndex()).putShort((short) 0);
+            b.putInt(r.qp().qpn()).putInt(r.qp().psn()).put(r.qp().gid());
+            b.put(r.target() == null ? new byte[16] : v6(r.target()));
+        }
         return b.array();
+    }
+
+    private static byte[] v6(InetAddress a) {
+        byte[] raw = a.getAddress();
+        if (raw.length == 16) {
+            return raw;
+        }
+        byte[] mapped = new byte[16];
+        mapped[10] = (byte) 0xff;
+        mapped[11] = (byte) 0xff;
+        System.arraycopy(raw, 0, mapped, 12, 4);
+        return mapped;
     }
 
     /** @throws IllegalArgumentException "bad jmesh connection info: ..." for anything malformed */
     public static ConnectInfo decode(byte[] bytes) {
-        if (bytes == null || bytes.length != BYTES) {
-            throw bad("expected " + BYTES + " bytes, got " + (bytes == null ? "none" : bytes.length));
+        if (bytes == null || bytes.length < HEADER_BYTES) {
+            throw bad("expected at least " + HEADER_BYTES + " bytes, got " + (bytes == null ? "none" : bytes.length));
         }
         ByteBuffer b = ByteBuffer.wrap(bytes);
         int version = Byte.toUnsignedInt(b.get());
         if (version != VERSION) {
             throw bad("version " + version + " (this jmesh speaks " + VERSION + "; run the same jmesh on both nodes)");
         }
-        int mtu = Byte.toUnsignedInt(b.get());
+        int n = Byte.toUnsignedInt(b.get());
+        if (n < 1 || n > Cts.MAX_RAILS) {
+            throw bad(n + " rails (1.." + Cts.MAX_RAILS + " allowed)");
+        }
+        if (bytes.length != HEADER_BYTES + RAIL_BYTES * n) {
+            throw bad(n + " rails need " + (HEADER_BYTES + RAIL_BYTES * n) + " bytes, got " + bytes.length);
+        }
         int flags = Short.toUnsignedInt(b.getShort());
         if (flags != 0) {
             throw bad("unknown flags 0x" + Integer.toHexString(flags));
         }
-        int qpn = b.getInt();
-        int psn = b.getInt();
-        byte[] gid = new byte[16];
-        b.get(gid);
-        long address = b.getLong();
         int rkey = b.getInt();
-        if (Arrays.equals(gid, new byte[16])) {
-            throw bad("zero GID");
-        }
+        long address = b.getLong();
         if (address == 0) {
             throw bad("zero control address");
         }
-        try {
-            return new ConnectInfo(new QpEndpoint(qpn, psn, gid, mtu), address, rkey);
-        } catch (IllegalArgumentException e) {
-            throw bad(e.getMessage());
+        Rail[] rails = new Rail[n];
+        for (int i = 0; i < n; i++) {
+            int mtu = Byte.toUnsignedInt(b.get());
+            int device = Byte.toUnsignedInt(b.get());
+            b.getShort();
+            int qpn = b.getInt();
+            int psn = b.getInt();
+            byte[] gid = new byte[16];
+            b.get(gid);
+            byte[] target = new byte[16];
+            b.get(target);
+            if (Arrays.equals(gid, new byte[16])) {
+                throw bad("zero GID on rail " + i);
+            }
+            try {
+                rails[i] = new Rail(new QpEndpoint(qpn, psn, gid, mtu), device,
+                        Arrays.equals(target, new byte[16]) ? null : InetAddress.getByAddress(target));
+            } catch (IllegalArgumentException e) {
+                throw bad("rail " + i + ": " + e.getMessage());
+            } catch (UnknownHostException e) {
+                throw bad("rail " + i + ": " + e.getMessage()); // cannot happen for 16 bytes
+            }
         }
+        return new ConnectInfo(List.of(rails), address, rkey);
     }
 
     private static IllegalArgumentException bad(String why) {

@@ -10,25 +10,29 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * The clear-to-send FIFO, a flyweight over off-heap memory. The receiver RDMA-writes one slot per receive request
  * into the sender's FIFO: one 64-byte entry per buffer of a grouped receive. The sender reads a slot only after
  * every entry's sequence number shows the current request, with acquire semantics, because the NIC writes it.
+ * Each entry carries the buffer's rkey for every rail of the connection, since the rails may run on different
+ * devices (twin links), each with its own memory region.
  *
  * <pre>
- * entry (64 B):  0 u64 addr   8 u64 size   16 u32 rkey   20 u32 tag   24 u32 nreqs   28 u32 0   32 u64 seq   40..63 0
+ * entry (64 B):  0 u64 addr   8 u64 size   16 u32 tag   20 u32 nreqs   24 u64 seq   32 u32 rkey[MAX_RAILS]
  * slot: MAX_RECVS entries;  FIFO: MAX_REQUESTS slots
  * </pre>
  */
 final class Cts {
     static final int MAX_REQUESTS = 32;
     static final int MAX_RECVS = 8;
+    /** Queue pairs one connection may split its messages across. */
+    static final int MAX_RAILS = 8;
     static final int ENTRY_BYTES = 64;
     static final int SLOT_BYTES = MAX_RECVS * ENTRY_BYTES;
     static final int FIFO_BYTES = MAX_REQUESTS * SLOT_BYTES;
 
     static final long ADDR = 0;
     static final long SIZE = 8;
-    static final long RKEY = 16;
-    static final long TAG = 20;
-    static final long NREQS = 24;
-    static final long SEQ = 32;
+    static final long TAG = 16;
+    static final long NREQS = 20;
+    static final long SEQ = 24;
+    static final long RKEYS = 32;
 
     private static final VarHandle LONG = JAVA_LONG.varHandle();
 
@@ -39,14 +43,20 @@ final class Cts {
         return (long) slot * SLOT_BYTES + (long) index * ENTRY_BYTES;
     }
 
-    static void write(MemorySegment fifo, long entry, long addr, long size, int rkey, int tag, int nreqs, long seq) {
+    /**
+     * Fills an entry; the sequence number goes last (release), so a reader that sees it sees the rest. The entry
+     * leaves by RDMA write, whose ordering the NIC keeps; the release orders the CPU's stores before the post.
+     */
+    static void write(MemorySegment fifo, long entry, long addr, long size, int[] rkeys, int rkeyOffset, int rails,
+                      int tag, int nreqs, long seq) {
         fifo.set(JAVA_LONG, entry + ADDR, addr);
         fifo.set(JAVA_LONG, entry + SIZE, size);
-        fifo.set(JAVA_INT, entry + RKEY, rkey);
         fifo.set(JAVA_INT, entry + TAG, tag);
         fifo.set(JAVA_INT, entry + NREQS, nreqs);
-        fifo.set(JAVA_INT, entry + NREQS + 4, 0);
-        fifo.set(JAVA_LONG, entry + SEQ, seq);
+        for (int r = 0; r < MAX_RAILS; r++) {
+            fifo.set(JAVA_INT, entry + RKEYS + 4L * r, r < rails ? rkeys[rkeyOffset + r] : 0);
+        }
+        LONG.setRelease(fifo, entry + SEQ, seq);
     }
 
     /** The entry's sequence number, read with acquire: the fields read after it are at least as new. */
@@ -62,8 +72,8 @@ final class Cts {
         return fifo.get(JAVA_LONG, entry + SIZE);
     }
 
-    static int rkey(MemorySegment fifo, long entry) {
-        return fifo.get(JAVA_INT, entry + RKEY);
+    static int rkey(MemorySegment fifo, long entry, int rail) {
+        return fifo.get(JAVA_INT, entry + RKEYS + 4L * rail);
     }
 
     static int tag(MemorySegment fifo, long entry) {

@@ -3,47 +3,81 @@ package io.jmesh.transport.rdma;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.OutboundHandshake;
 import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.NoRouteException;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
-import io.jmesh.transport.verbs.ProtectionDomain;
 import io.jmesh.verbs.VerbsException;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.StringJoiner;
+
 /**
  * A connect in progress, as a non-blocking state machine: {@link #poll()} returns null until the handshake is done,
- * then the {@link RdmaSender}. The route is chosen here (the local link that shares a subnet with the peer, fastest
- * first); the queue pair is created in INIT at once and brought to RTR and RTS when the listener's reply arrives.
+ * then the {@link RdmaSender}. The route is chosen here: the local link that shares a subnet with the peer (the
+ * preferred link first when it can reach the peer, then the fastest), plus every other equally fast link to the
+ * same peer when multi-link is on (twins), each with the configured number of queue pairs. The queue pairs are
+ * created in INIT at once and brought to RTR and RTS when the listener's reply arrives.
  */
 public final class RdmaConnect implements io.jmesh.api.Connector {
     private static final Logger LOG = LogManager.getLogger(RdmaConnect.class);
 
-    private final Route route;
-    private final Endpoint endpoint;
+    private final RdmaProvider provider;
+    private final List<Route> routes;
+    private final Endpoint[] rails;
     private final OutboundHandshake handshake;
     private RdmaSender sender;
     private boolean done;
 
-    RdmaConnect(RdmaProvider provider, ListenHandle peer) throws NoRouteException {
-        this.route = RouteSelector.best(provider.links(), peer);
-        LocalLink link = route.local();
-        ProtectionDomain pd = provider.domain(link.device());
-        byte[] gid = RdmaProvider.gid(pd.device(), link.port(), link.gidIndex());
-        this.endpoint = new Endpoint(pd, provider.deviceIndex(link.device()), link.port(), link.gidIndex(), gid,
-                RdmaSender.CONTROL_BYTES,
-                provider.options());
-        byte[] payload = new ConnectInfo(endpoint.local(), endpoint.control.address(), endpoint.controlMr.rkey())
-                .encode();
-        this.handshake = provider.agent().connect(peer, route, payload);
-        LOG.info("connecting to {} over {} ({} -> {})", peer.prefixes(), link.device(), link.prefix(),
-                route.peer().prefix());
+    RdmaConnect(RdmaProvider provider, ListenHandle peer, String preferredLink) throws NoRouteException {
+        this.provider = provider;
+        List<Route> all = RouteSelector.select(provider.links(), peer, preferredLink);
+        Route first = all.getFirst();
+        if (preferredLink != null && !RouteSelector.usesLink(first, preferredLink)) {
+            LOG.info("{} shares no subnet with {}; connecting over {} instead", preferredLink, peer.prefixes(),
+                    first.local());
+        }
+        List<Route> used = new ArrayList<>();
+        used.add(first);
+        int qps = provider.qpsPerConnection();
+        for (Route r : all.subList(1, all.size())) {
+            if (provider.multiLink() && r.speedMbps() == first.speedMbps()
+                    && (used.size() + 1) * qps <= Cts.MAX_RAILS) {
+                used.add(r);
+            }
+        }
+        this.routes = List.copyOf(used);
+        this.rails = new Endpoint[used.size() * qps];
+        try {
+            List<ConnectInfo.Rail> info = new ArrayList<>();
+            for (int i = 0; i < rails.length; i++) {
+                Route r = used.get(i / qps);
+                rails[i] = provider.endpoint(r.local(), i == 0 ? RdmaSender.CONTROL_BYTES : 4096);
+                info.add(new ConnectInfo.Rail(rails[i].local(), rails[i].deviceIndex, r.peer().prefix().address()));
+            }
+            byte[] payload = new ConnectInfo(info, rails[0].control.address(), rails[0].controlMr.rkey()).encode();
+            this.handshake = provider.agent().connect(peer, first, payload);
+        } catch (RuntimeException e) {
+            closeCreated();
+            throw e;
+        }
+        LOG.info("connecting to {} over {}", peer.prefixes(), route());
     }
 
+    /**
+     * The links this connection uses, e.g. "rxe0 192.168.101.2/24 -> 192.168.101.3/24"; with several links or
+     * queue pairs, each link once and the queue pairs per link.
+     */
     @Override
     public String route() {
-        return route.local().device() + " " + route.local().prefix() + " -> " + route.peer().prefix();
+        StringJoiner j = new StringJoiner(", ");
+        for (Route r : routes) {
+            j.add(r.local().device() + " " + r.local().prefix() + " -> " + r.peer().prefix());
+        }
+        int qps = rails.length / routes.size();
+        return j + (qps > 1 ? " (" + qps + " QPs per link)" : "");
     }
 
     /**
@@ -67,23 +101,43 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                 case ACTION_REQUIRED -> {
                     if (sender == null) {
                         ConnectInfo peer = ConnectInfo.decode(handshake.peerPayload());
-                        endpoint.connect(peer.qp());
-                        sender = new RdmaSender(endpoint, peer.controlAddress(), peer.controlRkey());
+                        if (peer.rails().size() != rails.length) {
+                            throw new IllegalArgumentException("the listener answered with " + peer.rails().size()
+                                    + " queue pairs for this connection's " + rails.length);
+                        }
+                        for (int i = 0; i < rails.length; i++) {
+                            rails[i].connect(peer.rails().get(i).qp());
+                        }
+                        sender = new RdmaSender(rails, peer.controlAddress(), peer.controlRkey(),
+                                peer.rails().getFirst().deviceIndex(), provider::forget);
                         handshake.confirm();
                     }
                     return null;
                 }
                 case COMPLETE -> {
                     done = true;
+                    provider.track(sender);
                     return sender;
                 }
-                default -> throw new IllegalStateException("connecting to " + route.peer().prefix() + " over "
-                        + route.local().device() + " failed: " + handshake.failure());
+                default -> throw new IllegalStateException("connecting to " + routes.getFirst().peer().prefix()
+                        + " over " + routes.getFirst().local().device() + " failed: " + handshake.failure());
             }
         } catch (RuntimeException e) {
             handshake.abort(e.getMessage());
             close();
             throw e;
+        }
+    }
+
+    private void closeCreated() {
+        for (Endpoint e : rails) {
+            if (e != null) {
+                try {
+                    e.close();
+                } catch (RuntimeException ex) {
+                    LOG.warn("{}", ex.getMessage());
+                }
+            }
         }
     }
 
@@ -93,7 +147,7 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
         if (!done) {
             done = true;
             handshake.close();
-            endpoint.close();
+            closeCreated();
             sender = null;
         }
     }

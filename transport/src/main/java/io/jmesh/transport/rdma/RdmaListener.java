@@ -5,10 +5,10 @@ import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.verbs.ProtectionDomain;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
+import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -20,7 +20,7 @@ import java.util.List;
 public final class RdmaListener implements io.jmesh.api.Listener {
     private static final Logger LOG = LogManager.getLogger(RdmaListener.class);
 
-    private record Pending(InboundHandshake handshake, Endpoint endpoint, RdmaReceiver receiver) {
+    private record Pending(InboundHandshake handshake, RdmaReceiver receiver) {
     }
 
     private final RdmaProvider provider;
@@ -63,44 +63,67 @@ public final class RdmaListener implements io.jmesh.api.Listener {
             HandshakeStatus s = p.handshake.poll();
             if (s == HandshakeStatus.COMPLETE) {
                 it.remove();
+                provider.track(p.receiver);
                 return p.receiver;
             }
             if (s == HandshakeStatus.FAILED) {
                 it.remove();
                 LOG.warn("a connection from {} failed during the handshake: {}", p.handshake.remoteAddress(),
                         p.handshake.failure());
-                p.endpoint.close();
+                p.receiver.close();
             }
         }
         return null;
     }
 
     private void start(InboundHandshake in) {
-        Endpoint ep = null;
+        Endpoint[] rails = null;
         try {
             ConnectInfo peer = ConnectInfo.decode(in.peerPayload());
-            LocalLink link = provider.linkFor(in.localAddress().getAddress());
-            if (link == null) {
-                throw new IllegalStateException("the connection arrived on " + in.localAddress()
-                        + ", which is not one of this listener's RDMA links");
+            int n = peer.rails().size();
+            LocalLink[] links = new LocalLink[n];
+            for (int i = 0; i < n; i++) {
+                InetAddress target = peer.rails().get(i).target();
+                links[i] = target == null ? null : provider.linkFor(target);
+                if (links[i] == null) {
+                    throw new IllegalArgumentException("queue pair " + i + " of the connection asks for "
+                            + (target == null ? "no address" : target.getHostAddress())
+                            + ", which is not one of this listener's RDMA addresses");
+                }
             }
-            ProtectionDomain pd = provider.domain(link.device());
-            byte[] gid = RdmaProvider.gid(pd.device(), link.port(), link.gidIndex());
-            ep = new Endpoint(pd, provider.deviceIndex(link.device()), link.port(), link.gidIndex(), gid,
-                    RdmaReceiver.CONTROL_BYTES, provider.options());
-            ep.connect(peer.qp());
-            RdmaReceiver receiver = new RdmaReceiver(ep, peer.controlAddress(), peer.controlRkey());
-            long sizes = ep.control.address() + Cts.FIFO_BYTES;
-            if (!in.accept(new ConnectInfo(ep.local(), sizes, ep.controlMr.rkey()).encode())) {
+            rails = new Endpoint[n];
+            List<ConnectInfo.Rail> reply = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                rails[i] = provider.endpoint(links[i], i == 0 ? RdmaReceiver.CONTROL_BYTES : 4096);
+                rails[i].connect(peer.rails().get(i).qp());
+                reply.add(new ConnectInfo.Rail(rails[i].local(), rails[i].deviceIndex, null));
+            }
+            LocalLink first = links[0];
+            RdmaReceiver receiver = new RdmaReceiver(rails, peer.controlAddress(), peer.controlRkey(),
+                    () -> provider.loopback(first, RdmaReceiver.FLUSH_BYTES), provider::forget);
+            Endpoint[] owned = rails;
+            rails = null; // the receiver owns them now
+            long sizes = owned[0].control.address() + Cts.FIFO_BYTES;
+            if (!in.accept(new ConnectInfo(reply, sizes, owned[0].controlMr.rkey()).encode())) {
+                receiver.close();
                 throw new IllegalStateException("the handshake ended before it could be accepted: " + in.failure());
             }
-            pending.add(new Pending(in, ep, receiver));
-            LOG.info("accepted a connection from {} on {} ({})", in.remoteAddress(), link.device(), link.prefix());
+            pending.add(new Pending(in, receiver));
+            LOG.info("accepted a connection from {} on {} ({}{})", in.remoteAddress(), first.device(), first.prefix(),
+                    n > 1 ? ", " + n + " queue pairs" : "");
         } catch (RuntimeException e) {
             LOG.warn("rejected a connection from {}: {}", in.remoteAddress(), e.getMessage());
             in.reject(e.getMessage());
-            if (ep != null) {
-                ep.close();
+            if (rails != null) {
+                for (Endpoint ep : rails) {
+                    if (ep != null) {
+                        try {
+                            ep.close();
+                        } catch (RuntimeException ex) {
+                            LOG.warn("{}", ex.getMessage());
+                        }
+                    }
+                }
             }
         }
     }
@@ -114,7 +137,7 @@ public final class RdmaListener implements io.jmesh.api.Listener {
         listener.close();
         for (Pending p : pending) {
             p.handshake.close();
-            p.endpoint.close();
+            p.receiver.close();
         }
         pending.clear();
     }

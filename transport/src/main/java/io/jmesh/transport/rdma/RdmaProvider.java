@@ -10,7 +10,9 @@ import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.verbs.DeviceContext;
 import io.jmesh.transport.verbs.ProtectionDomain;
+import io.jmesh.transport.verbs.MemoryRegion;
 import io.jmesh.transport.verbs.QpOptions;
+import io.jmesh.transport.verbs.RegistrationCache;
 import io.jmesh.verbs.Verbs;
 import io.jmesh.verbs.VerbsException;
 import io.jmesh.verbs.VerbsUnavailableException;
@@ -42,6 +44,8 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  */
 public final class RdmaProvider implements io.jmesh.api.Provider {
     private static final Logger LOG = LogManager.getLogger(RdmaProvider.class);
+    /** Registrations cover whole pages of this size. */
+    private static final long PAGE = 4096;
 
     private final Verbs verbs;
     private final List<LocalLink> links;
@@ -50,10 +54,32 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
     private final HandshakeAgent agent;
     private final Map<String, ProtectionDomain> domains = new LinkedHashMap<>();
     private final List<AutoCloseable> owned = new ArrayList<>();
+    /** Open connections (senders and receivers), closed before the listeners, PDs and devices. */
+    private final java.util.Set<AutoCloseable> connections = new java.util.LinkedHashSet<>();
+    /** Open registrations, deregistered after the connections and before the protection domains. */
+    private final java.util.Set<AutoCloseable> registrations = new java.util.LinkedHashSet<>();
+    private final RegistrationCache<MemoryRegion[]> cache = new RegistrationCache<>(PAGE,
+            new RegistrationCache.Registrar<>() {
+                @Override
+                public MemoryRegion[] register(long pageStart, long pageLength) {
+                    return registerPages(pageStart, pageLength);
+                }
+
+                @Override
+                public void deregister(MemoryRegion[] regions) {
+                    deregisterPages(regions);
+                }
+            });
+    private boolean cacheClosed;
+    private final int qpsPerConnection;
+    private final boolean multiLink;
     private boolean closed;
 
-    private RdmaProvider(Verbs verbs, List<LocalLink> links, QpOptions options, HandshakeAgent agent) {
+    private RdmaProvider(Verbs verbs, List<LocalLink> links, QpOptions options, HandshakeAgent agent,
+                         int qpsPerConnection, boolean multiLink) {
         this.verbs = verbs;
+        this.qpsPerConnection = qpsPerConnection;
+        this.multiLink = multiLink;
         this.links = List.copyOf(links);
         this.devices = links.stream().map(LocalLink::device).distinct().toList();
         this.options = options;
@@ -77,7 +103,8 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
                     + "GID" + (found.problems().isEmpty() ? "" : " (" + String.join("; ", found.problems()) + ")")
                     + "; run 'jmesh devices' to see each port and address", 0);
         }
-        return new RdmaProvider(Verbs.load(), links, QpOptions.from(config), HandshakeAgent.shared());
+        return new RdmaProvider(Verbs.load(), links, QpOptions.from(config), HandshakeAgent.shared(),
+                config.qpsPerConnection(), config.multiLink());
     }
 
     /** Every (device, port, address) that can carry a connection, from a discovery result. */
@@ -125,6 +152,48 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
         return options;
     }
 
+    int qpsPerConnection() {
+        return qpsPerConnection;
+    }
+
+    boolean multiLink() {
+        return multiLink;
+    }
+
+    /** A queue pair in INIT on {@code link}, with its CQ and a registered control region of {@code controlBytes}. */
+    Endpoint endpoint(LocalLink link, long controlBytes) {
+        ProtectionDomain pd = domain(link.device());
+        byte[] gid = gid(pd.device(), link.port(), link.gidIndex());
+        return new Endpoint(pd, deviceIndex(link.device()), link.port(), link.gidIndex(), gid, controlBytes, options);
+    }
+
+    /** A queue pair on {@code link} connected to itself (RTS), for flush reads of local memory. */
+    Endpoint loopback(LocalLink link, long controlBytes) {
+        Endpoint ep = endpoint(link, controlBytes);
+        try {
+            ep.connect(ep.local());
+            return ep;
+        } catch (RuntimeException e) {
+            ep.close();
+            throw e;
+        }
+    }
+
+    /** Adopts an open connection: {@link #close()} closes it first. */
+    synchronized void track(AutoCloseable connection) {
+        if (closed) {
+            throw new IllegalStateException("the RDMA provider is closed");
+        }
+        connections.add(connection);
+    }
+
+    /** Forgets a connection that closed itself. */
+    synchronized void forget(AutoCloseable connection) {
+        if (!connections.remove(connection)) {
+            registrations.remove(connection);
+        }
+    }
+
     /** The protection domain of a device, opening the device on first use. */
     synchronized ProtectionDomain domain(String device) {
         if (closed) {
@@ -169,26 +238,69 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
     }
 
     /**
-     * Registers memory on every device for sending from, receiving into, and one-sided access. The caller owns the
-     * registration and closes it after the connections that use it.
+     * Registers memory on every device for sending from, receiving into, and one-sided access. Registrations go
+     * through a cache keyed by page range: memory inside pages already registered (NCCL registers the same buffers
+     * again and again) shares their memory regions, reference-counted. The caller owns the registration and closes
+     * it after the connections that use it.
+     *
+     * @throws IllegalArgumentException for memory that is not native (verbs can only register native memory)
      */
     @Override
     public io.jmesh.api.Registration register(MemorySegment memory) {
-        io.jmesh.transport.verbs.MemoryRegion[] regions = new io.jmesh.transport.verbs.MemoryRegion[devices.size()];
+        if (!memory.isNative()) {
+            throw new IllegalArgumentException("verbs can only register native memory, not " + memory
+                    + ": allocate it with an Arena (e.g. Arena.ofShared().allocate(size, 4096))");
+        }
+        RegistrationCache.Registration<MemoryRegion[]> entry;
+        synchronized (this) {
+            if (closed) {
+                throw new IllegalStateException("the RDMA provider is closed");
+            }
+            entry = cache.acquire(memory.address(), memory.byteSize());
+            RdmaRegistration registration = new RdmaRegistration(memory, entry.region(), r -> release(r, entry));
+            registrations.add(registration);
+            return registration;
+        }
+    }
+
+    private synchronized void release(AutoCloseable registration, RegistrationCache.Registration<MemoryRegion[]> e) {
+        registrations.remove(registration);
+        if (!cacheClosed) {
+            cache.release(e);
+        }
+    }
+
+    /** Registers [start, start + length) on every device: one memory region each, all or none. */
+    private MemoryRegion[] registerPages(long start, long length) {
+        MemorySegment pages = MemorySegment.ofAddress(start).reinterpret(length);
+        MemoryRegion[] regions = new MemoryRegion[devices.size()];
         try {
             for (int i = 0; i < regions.length; i++) {
-                regions[i] = new io.jmesh.transport.verbs.MemoryRegion(domain(devices.get(i)), memory,
-                        io.jmesh.transport.verbs.MemoryRegion.defaultAccess());
+                regions[i] = new MemoryRegion(domain(devices.get(i)), pages, MemoryRegion.defaultAccess());
             }
+            return regions;
         } catch (RuntimeException e) {
-            for (io.jmesh.transport.verbs.MemoryRegion r : regions) {
-                if (r != null) {
-                    r.close();
-                }
-            }
+            deregisterPages(regions);
             throw e;
         }
-        return new RdmaRegistration(memory, regions);
+    }
+
+    private static void deregisterPages(MemoryRegion[] regions) {
+        RuntimeException first = null;
+        for (MemoryRegion r : regions) {
+            if (r != null) {
+                try {
+                    r.close();
+                } catch (RuntimeException e) {
+                    if (first == null) {
+                        first = e;
+                    }
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
     }
 
     /** Listens on every usable link; the handle carries all their addresses. */
@@ -203,15 +315,25 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
 
     /** Starts connecting to a listener's handle; poll the result until it yields the sender. */
     @Override
-    public RdmaConnect connect(io.jmesh.transport.net.ListenHandle peer) throws io.jmesh.transport.net.NoRouteException {
+    public RdmaConnect connect(io.jmesh.transport.net.ListenHandle peer)
+            throws io.jmesh.transport.net.NoRouteException {
+        return connect(peer, null);
+    }
+
+    @Override
+    public RdmaConnect connect(io.jmesh.transport.net.ListenHandle peer, String preferredLink)
+            throws io.jmesh.transport.net.NoRouteException {
         if (peer.isTcpProvider()) {
             throw new IllegalArgumentException("the peer listens with the tcp provider, this node uses rdma: set "
                     + "JMESH_PROVIDER the same on both nodes");
         }
-        return new RdmaConnect(this, peer);
+        return new RdmaConnect(this, peer, preferredLink);
     }
 
-    /** Closes listeners, then every protection domain and device, in that order; reports the first failure. */
+    /**
+     * Closes open connections, then listeners, then registrations still open, then every protection domain and
+     * device, in that order; reports the first failure. Connections must not be in use by other threads meanwhile.
+     */
     @Override
     public synchronized void close() {
         if (closed) {
@@ -219,7 +341,11 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
         }
         closed = true;
         RuntimeException first = null;
-        for (AutoCloseable c : owned) {
+        List<AutoCloseable> all = new ArrayList<>(connections);
+        connections.clear();
+        all.addAll(owned);
+        all.addAll(registrations);
+        for (AutoCloseable c : all) {
             try {
                 c.close();
             } catch (Exception e) {
@@ -229,6 +355,16 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
                 }
             }
         }
+        registrations.clear();
+        try {
+            cache.close();
+        } catch (RuntimeException e) {
+            LOG.warn("{}", e.getMessage());
+            if (first == null) {
+                first = e;
+            }
+        }
+        cacheClosed = true;
         for (ProtectionDomain pd : domains.values()) {
             try {
                 pd.close();

@@ -5,16 +5,21 @@ import io.jmesh.transport.verbs.MemoryRegion;
 
 import java.lang.foreign.MemorySegment;
 
-/** Memory registered on every device of the provider: one memory region per device, indexed like the provider's. */
+/**
+ * Memory registered on every device of the provider: one memory region per device, indexed like the provider's,
+ * shared through the provider's registration cache with other registrations of the same pages.
+ */
 final class RdmaRegistration implements Registration {
     private final MemorySegment memory;
     private final MemoryRegion[] regions;
     final long address;
     final long length;
+    private final java.util.function.Consumer<AutoCloseable> onClose;
     private boolean closed;
 
-    RdmaRegistration(MemorySegment memory, MemoryRegion[] regions) {
+    RdmaRegistration(MemorySegment memory, MemoryRegion[] regions, java.util.function.Consumer<AutoCloseable> onClose) {
         this.memory = memory;
+        this.onClose = onClose;
         this.regions = regions;
         this.address = memory.address();
         this.length = memory.byteSize();
@@ -39,23 +44,21 @@ final class RdmaRegistration implements Registration {
     }
 
     @Override
+    public io.jmesh.api.RemoteRegion remote() {
+        int[] keys = new int[regions.length];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = regions[i].rkey();
+        }
+        return new io.jmesh.api.RemoteRegion("rdma", address, length, keys);
+    }
+
+    /** Releases this use of the memory regions (the provider's cache deregisters them with their last user). */
+    @Override
     public void close() {
         if (closed) {
             return;
         }
         closed = true;
-        RuntimeException first = null;
-        for (MemoryRegion r : regions) {
-            try {
-                r.close();
-            } catch (RuntimeException e) {
-                if (first == null) {
-                    first = e;
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        onClose.accept(this);
     }
 }

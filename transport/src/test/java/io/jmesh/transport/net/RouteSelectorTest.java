@@ -71,6 +71,29 @@ class RouteSelectorTest {
     }
 
     @Test
+    void aPreferredLinkThatReachesThePeerGoesFirstByDeviceOrAddress() throws NoRouteException {
+        List<LocalLink> local = List.of(link("rocep1s0f1", "10.1.2.1/24", 100_000),
+                link("rocep1s0f0", "10.1.1.1/24", 200_000));
+        ListenHandle peer = handle("10.1.1.2/24", "10.1.2.2/24");
+        for (String preferred : List.of("rocep1s0f1", "10.1.2.1", "10.1.2.1/24")) {
+            List<Route> routes = RouteSelector.select(local, peer, preferred);
+            assertEquals(List.of("10.1.2.1/24->10.1.2.2/24", "10.1.1.1/24->10.1.1.2/24"),
+                    routes.stream().map(RouteSelectorTest::pair).toList(), preferred);
+            assertTrue(RouteSelector.usesLink(routes.getFirst(), preferred));
+        }
+    }
+
+    @Test
+    void aPreferredLinkThatCannotReachThePeerLeavesTheMeshChoice() throws NoRouteException {
+        // triangle: A's link to C cannot reach B; the mesh routing's choice stands
+        List<Route> routes = RouteSelector.select(A, handleOf(B), "mlx5_1");
+        assertEquals(List.of("192.168.101.1/24->192.168.101.2/24"),
+                routes.stream().map(RouteSelectorTest::pair).toList());
+        assertTrue(!RouteSelector.usesLink(routes.getFirst(), "mlx5_1"));
+        assertEquals(RouteSelector.select(A, handleOf(B)), RouteSelector.select(A, handleOf(B), null));
+    }
+
+    @Test
     void equalSpeedTwinsAreOrderedByAddressWhateverTheInputOrder() throws NoRouteException {
         List<LocalLink> local = new ArrayList<>(List.of(link("d0", "10.1.1.1/24", 100_000),
                 link("d1", "10.1.2.1/24", 100_000), link("d2", "10.1.3.1/24", 100_000),

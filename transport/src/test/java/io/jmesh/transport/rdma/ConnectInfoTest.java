@@ -3,68 +3,130 @@ package io.jmesh.transport.rdma;
 import io.jmesh.transport.verbs.QpEndpoint;
 import org.junit.jupiter.api.Test;
 
+import java.net.InetAddress;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ConnectInfoTest {
-    private static byte[] gid() {
+    private static byte[] gid(int last) {
         byte[] g = new byte[16];
         g[10] = (byte) 0xff;
         g[11] = (byte) 0xff;
         g[12] = (byte) 192;
         g[13] = (byte) 168;
         g[14] = 101;
-        g[15] = 2;
+        g[15] = (byte) last;
         return g;
     }
 
-    private static final ConnectInfo INFO = new ConnectInfo(new QpEndpoint(0x1234, 0xabcdef, gid(), 3),
-            0x7f00_1234_5000L, 0xbeef);
-
-    @Test
-    void roundTripsAndHasTheDocumentedLayout() {
-        byte[] b = INFO.encode();
-        assertEquals(ConnectInfo.BYTES, b.length);
-        assertEquals(1, b[0]);
-        assertEquals(3, b[1]);
-        assertEquals(0x34, b[7]);
-        assertEquals(INFO, ConnectInfo.decode(b));
+    private static ConnectInfo twoRails() throws Exception {
+        return new ConnectInfo(List.of(
+                new ConnectInfo.Rail(new QpEndpoint(0x1234, 0xabcdef, gid(2), 3), 0,
+                        InetAddress.getByName("192.168.101.3")),
+                new ConnectInfo.Rail(new QpEndpoint(0x99, 0x42, gid(7), 5), 1,
+                        InetAddress.getByName("fd00::3"))),
+                0x7f00_1234_5000L, 0xbeef);
     }
 
     @Test
-    void rejectsWhatAPeerMustNotSend() {
-        assertBad(null, "expected 40 bytes, got none");
-        assertBad(new byte[39], "expected 40 bytes, got 39");
-        byte[] b = INFO.encode();
-        b[0] = 2;
-        assertBad(b, "version 2");
-        b = INFO.encode();
+    void roundTripsEveryRailAndHasTheDocumentedLayout() throws Exception {
+        ConnectInfo info = twoRails();
+        byte[] b = info.encode();
+        assertEquals(16 + 2 * 44, b.length);
+        assertEquals(ConnectInfo.VERSION, b[0]);
+        assertEquals(2, b[1]);
+        assertEquals((byte) 0xef, b[7]);  // control rkey, big-endian
+        assertEquals(3, b[16]);           // rail 0 MTU
+        assertEquals(1, b[16 + 44 + 1]);  // rail 1 device index
+        ConnectInfo back = ConnectInfo.decode(b);
+        assertEquals(info.controlAddress(), back.controlAddress());
+        assertEquals(info.controlRkey(), back.controlRkey());
+        for (int r = 0; r < 2; r++) {
+            assertEquals(info.rails().get(r).qp(), back.rails().get(r).qp());
+            assertEquals(info.rails().get(r).deviceIndex(), back.rails().get(r).deviceIndex());
+        }
+        // an IPv4 target travels v4-mapped and comes back as the IPv4 address
+        assertArrayEquals(InetAddress.getByName("192.168.101.3").getAddress(),
+                back.rails().get(0).target().getAddress());
+        assertEquals(InetAddress.getByName("fd00::3"), back.rails().get(1).target());
+    }
+
+    @Test
+    void aListenerSendsNoTarget() {
+        ConnectInfo info = new ConnectInfo(List.of(new ConnectInfo.Rail(new QpEndpoint(1, 2, gid(2), 1), 0, null)),
+                4096, 1);
+        assertNull(ConnectInfo.decode(info.encode()).rails().get(0).target());
+    }
+
+    @Test
+    void rejectsWhatAPeerMustNotSend() throws Exception {
+        byte[] good = twoRails().encode();
+        assertBad(null, "got none");
+        assertBad(new byte[15], "got 15");
+        byte[] b = good.clone();
+        b[0] = 1;
+        assertBad(b, "version 1");
+        b = good.clone();
+        b[1] = 0;
+        assertBad(b, "0 rails");
+        b = good.clone();
         b[1] = 9;
-        assertBad(b, "MTU enum out of range");
-        b = INFO.encode();
+        assertBad(b, "9 rails");
+        b = good.clone();
+        b[1] = 3; // claims three rails, carries two
+        assertBad(b, "3 rails need");
+        assertBad(Arrays.copyOf(good, good.length - 1), "got " + (good.length - 1));
+        b = good.clone();
         b[3] = 1;
         assertBad(b, "unknown flags");
-        b = INFO.encode();
-        b[4] = 1; // qpn above 24 bits
-        assertBad(b, "24-bit");
-        b = INFO.encode();
-        Arrays.fill(b, 12, 28, (byte) 0);
-        assertBad(b, "zero GID");
-        b = INFO.encode();
-        Arrays.fill(b, 28, 36, (byte) 0);
+        b = good.clone();
+        Arrays.fill(b, 8, 16, (byte) 0);
         assertBad(b, "zero control address");
+        b = good.clone();
+        b[16 + 44] = 9;
+        assertBad(b, "rail 1: MTU enum out of range");
+        b = good.clone();
+        b[16 + 4] = 1; // qpn above 24 bits
+        assertBad(b, "24-bit");
+        b = good.clone();
+        Arrays.fill(b, 16 + 44 + 12, 16 + 44 + 28, (byte) 0);
+        assertBad(b, "zero GID on rail 1");
     }
 
     @Test
-    void randomBytesNeverThrowAnythingButAClearRejection() {
+    void railCountIsBounded() {
+        List<ConnectInfo.Rail> nine = new ArrayList<>();
+        for (int i = 0; i < 9; i++) {
+            nine.add(new ConnectInfo.Rail(new QpEndpoint(1, 2, gid(2), 1), 0, null));
+        }
+        assertThrows(IllegalArgumentException.class, () -> new ConnectInfo(nine, 1, 1));
+        assertThrows(IllegalArgumentException.class, () -> new ConnectInfo(List.of(), 1, 1));
+    }
+
+    @Test
+    void randomBytesNeverThrowAnythingButAClearRejection() throws Exception {
         SplittableRandom rnd = new SplittableRandom(42);
-        for (int i = 0; i < 10_000; i++) {
-            byte[] b = new byte[rnd.nextInt(0, 48)];
-            rnd.nextBytes(b);
+        byte[] good = twoRails().encode();
+        for (int i = 0; i < 20_000; i++) {
+            byte[] b;
+            if (i % 2 == 0) {
+                b = new byte[rnd.nextInt(0, 120)];
+                rnd.nextBytes(b);
+                if (b.length > 0) {
+                    b[0] = (byte) ConnectInfo.VERSION;
+                }
+            } else {
+                b = good.clone();
+                b[rnd.nextInt(b.length)] = (byte) rnd.nextInt();
+            }
             try {
                 ConnectInfo.decode(b);
             } catch (IllegalArgumentException e) {

@@ -235,6 +235,11 @@ class RdmaMeshTest {
                 assertEquals(size, r.size(req, 0), "size of message " + k + " from " + peers.get(p));
                 assertEquals(fill(scratch, size, peers.get(p), k), crc(recvBuf.asSlice(BUF * p, BUF), size),
                         "checksum of the " + size + "-byte message from " + peers.get(p));
+                // the flush reads the received buffer back through a loopback QP (a no-op read for size 0)
+                int flush = r.iflush(1, new Registration[] {recvReg}, new long[] {BUF * p}, new long[] {size});
+                assertTrue(flush >= 0, "iflush: " + Status.describe(flush) + " " + r.error());
+                awaitDone(() -> r.test(flush), r);
+                assertEquals(Status.BAD_ARGUMENT, r.test(flush), "a reported flush is reported once");
             }
         }
     }
@@ -315,5 +320,102 @@ class RdmaMeshTest {
                         "grouped buffer " + g + " from " + peer);
             }
         }
+    }
+
+    /**
+     * One-sided operations: each node writes into every peer's receive memory at an offset reserved for it, reads
+     * the bytes back, and after a barrier checks what each peer wrote into its own memory. No receive is posted.
+     */
+    @Test
+    @Order(3)
+    void oneSidedWriteAndReadReachEveryPeersMemory() throws Exception {
+        TestbedEnv.require();
+        String me = TestbedEnv.name();
+        List<String> peers = TestbedEnv.peers();
+        TestbedEnv.publish("region-" + me, HexFormat.of().formatHex(recvReg.remote().encode()));
+        long length = (3L << 20) + 13;          // several chunks' worth, odd
+        long slot = 4L << 20;                    // node a writes at 0, b at 4 MiB, c at 8 MiB of the peer's memory
+        fill(sendBuf, length, me, 5000);
+        for (String peer : peers) {
+            io.jmesh.api.RemoteRegion region = io.jmesh.api.RemoteRegion.decode(HexFormat.of().parseHex(
+                    TestbedEnv.await("region-" + peer, TIMEOUT).trim()));
+            RdmaSender s = senders.get(peer);
+            long at = slot * (me.charAt(0) - 'a');
+            int w = awaitRequest(() -> s.write(sendReg, 0, length, region, at), s);
+            awaitDone(() -> s.test(w), s);
+            assertEquals(length, s.size(w));
+            // read it back into the second half of the send buffer
+            long back = 32L << 20;
+            sendBuf.asSlice(back, length).fill((byte) 0);
+            int rd = awaitRequest(() -> s.read(sendReg, back, length, region, at), s);
+            awaitDone(() -> s.test(rd), s);
+            assertEquals(crc(sendBuf, length), crc(sendBuf.asSlice(back), length), "read back from " + peer);
+            assertEquals(Status.BAD_ARGUMENT, s.write(sendReg, 0, 2, region, region.length() - 1),
+                    "a write past the end of the peer's region");
+            assertEquals(Status.BAD_ARGUMENT, s.read(recvReg, recvReg.length() - 1, 2, region, 0),
+                    "a read past the end of the local registration");
+        }
+        TestbedEnv.publish("written-" + me, "done");
+        MemorySegment expected = arena.allocate(length, 4096);
+        for (String peer : peers) {
+            TestbedEnv.await("written-" + peer, TIMEOUT);
+            long at = slot * (peer.charAt(0) - 'a');
+            assertEquals(fill(expected, length, peer, 5000), crc(recvBuf.asSlice(at), length),
+                    "bytes " + peer + " wrote into this node's memory");
+        }
+    }
+
+    /**
+     * Every link that joins this node to a peer carries data: on twins a connection spans both links (one queue pair
+     * per link and JMESH_QPS_PER_CONNECTION per link), and each device's packet counter rises by at least a quarter
+     * of the packets a 32 MiB message needs.
+     */
+    @Test
+    @Order(4)
+    void everyLinkToAPeerCarriesData() throws Exception {
+        TestbedEnv.require();
+        String me = TestbedEnv.name();
+        List<String> peers = TestbedEnv.peers();
+        int qps = JmeshConfig.fromEnvironment().qpsPerConnection();
+        long size = 32L << 20;
+        for (int p = 0; p < peers.size(); p++) {
+            String peer = peers.get(p);
+            RdmaSender s = senders.get(peer);
+            List<String> devices = TestbedEnv.devices().stream()
+                    .filter(d -> List.of(TestbedEnv.get("TESTBED_PEER_" + peer.toUpperCase() + "_DEVS").split(" "))
+                            .contains(d))
+                    .toList();
+            assertEquals(devices.size() * qps, s.rails(), "queue pairs to " + peer + " over " + devices + ": "
+                    + routes.get(peer));
+            Map<String, Long> before = new HashMap<>();
+            for (String d : devices) {
+                before.put(d, sentPackets(d));
+            }
+            fill(sendBuf, size, me, 6000);
+            TestbedEnv.publish("counted-" + me + "-" + peer, "ready");
+            int rreq = receivers.get(peer).irecv(1, new Registration[] {recvReg}, new long[] {BUF * p},
+                    new long[] {BUF}, new int[] {9});
+            assertTrue(rreq >= 0, Status.describe(rreq));
+            TestbedEnv.await("counted-" + peer + "-" + me, TIMEOUT);
+            int req = awaitRequest(() -> s.isend(sendReg, 0, size, 9), s);
+            awaitDone(() -> s.test(req), s);
+            RdmaReceiver r = receivers.get(peer);
+            awaitDone(() -> r.test(rreq), r);
+            MemorySegment scratch = arena.allocate(size, 4096);
+            assertEquals(fill(scratch, size, peer, 6000), crc(recvBuf.asSlice(BUF * p), size));
+            long mtu = 1024; // the smallest RoCE MTU: a lower bound on packets per byte
+            for (String d : devices) {
+                long sent = sentPackets(d) - before.get(d);
+                assertTrue(sent >= size / mtu / devices.size() / 4,
+                        d + " sent only " + sent + " packets while a " + size + "-byte message went to " + peer
+                                + " over " + devices);
+            }
+        }
+    }
+
+    private static long sentPackets(String device) throws Exception {
+        java.nio.file.Path counter = java.nio.file.Path.of("/sys/class/infiniband", device, "ports/1/hw_counters",
+                "sent_pkts");
+        return Long.parseLong(java.nio.file.Files.readString(counter).trim());
     }
 }
