@@ -55,11 +55,31 @@ jmesh_apt() {
             apt-get update -qq >/dev/null 2>&1 || true
             export JMESH_APT_UPDATED=1
         fi
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null &
+        jmesh_progress $! "installing ${missing[*]}" /dev/null \
             || jmesh_die "apt-get could not install ${missing[*]}; install them by hand and run again"
     else
         jmesh_die "missing packages: ${missing[*]}; install them (sudo apt-get install ${missing[*]}) and run again"
     fi
+}
+
+# jmesh_progress PID WHAT LOG: waits for PID, printing every few seconds how long it has run and the module Maven
+# is building (from LOG), so that nothing runs for more than a second without a sign of life; returns PID's status.
+jmesh_progress() {
+    local pid=$1 what=$2 log=$3 start=$SECONDS line
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        if (( (SECONDS - start) % 5 == 0 )); then
+            line=$(grep -a -o 'Building jmesh[^[]*' "$log" 2>/dev/null | tail -1 | sed 's/ *$//')
+            if [ -t 2 ]; then
+                printf '\rjmesh: %s ... %ds %s\033[K' "$what" $((SECONDS - start)) "${line:+($line)}" >&2
+            else
+                echo "jmesh: $what ... $((SECONDS - start))s ${line:+($line)}" >&2
+            fi
+        fi
+    done
+    [ -t 2 ] && printf '\r\033[K' >&2
+    wait "$pid"
 }
 
 # Runs Maven quietly with the JDK found above; Maven itself comes from apt when missing.
@@ -75,12 +95,15 @@ jmesh_build_if_stale() {
     if [ ! -f "$JMESH_ROOT/benchmarks/target/jmesh-benchmarks.jar" ] || [ ! -f "$jar" ] || [ -n "$(find "$JMESH_ROOT" -path "$JMESH_ROOT/testbed" -prune -o \
             \( -name '*.java' -o -name 'pom.xml' -o -name '*.xml' -o -name '*.properties' \) \
             -newer "$jar" -not -path '*/target/*' -print -quit)" ]; then
-        jmesh_say "building (mvn package) ..."
+        jmesh_say "building (mvn package; the first build on a machine downloads the Maven plugins and takes a few minutes) ..."
         mkdir -p "$JMESH_ROOT/target"
-        if ! jmesh_mvn package -DskipTests >"$JMESH_ROOT/target/build.log" 2>&1; then
-            tail -40 "$JMESH_ROOT/target/build.log" >&2
+        local log=$JMESH_ROOT/target/build.log
+        command -v mvn >/dev/null 2>&1 || jmesh_apt maven
+        (cd "$JMESH_ROOT" && mvn -B -Dstyle.color=never package -DskipTests >"$log" 2>&1) &
+        jmesh_progress $! "building" "$log" || {
+            tail -40 "$log" >&2
             jmesh_die "the build failed (full log: target/build.log)"
-        fi
+        }
         touch "$jar"
     fi
 }

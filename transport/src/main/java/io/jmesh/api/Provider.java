@@ -8,7 +8,16 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
-/** A transport behind the API: verbs ({@code rdma}) or sockets ({@code tcp}). {@link Fabric} picks one. */
+/**
+ * A transport behind the API: verbs ({@code rdma}) or sockets ({@code tcp}). {@link Fabric} picks one; applications
+ * use the fabric, and only code that adds a transport implements this.
+ *
+ * <pre>{@code
+ * try (Fabric fabric = Fabric.open()) {               // JMESH_PROVIDER=auto|rdma|tcp
+ *     System.out.println(fabric.provider() + " over " + fabric.links());
+ * }
+ * }</pre>
+ */
 public interface Provider extends AutoCloseable {
     /** "rdma" or "tcp". */
     String name();

@@ -1,0 +1,138 @@
+package io.jmesh.bench;
+
+import io.jmesh.api.Connector;
+import io.jmesh.api.Fabric;
+import io.jmesh.api.Listener;
+import io.jmesh.api.Receiver;
+import io.jmesh.api.Registration;
+import io.jmesh.api.Sender;
+import io.jmesh.api.Status;
+import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.transport.net.NoRouteException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Two jmesh nodes in one JVM, driven by one thread: the pair holds a connection A to B and one B to A, with a
+ * registered buffer on each side. For "tcp" the nodes are two fabrics on 127.0.77.1/24 and 127.0.77.2/24 (loopback);
+ * for "rdma" one fabric on this machine's RDMA links connects to itself (in the testbed's 'single' topology, rxe0
+ * talking to itself), because opening a second verbs fabric runs device discovery again while the first one's
+ * connections are open, which was followed by EBADF at close in the testbed (reported to the transport).
+ */
+final class BenchPair implements AutoCloseable {
+    /** A bound on every wait in the benchmarks: it only turns a hang into a failure. */
+    static final long PATIENCE_NS = 60_000_000_000L;
+
+    final Fabric a;
+    final Fabric b;
+    final Sender ab;
+    final Receiver abIn;
+    final Sender ba;
+    final Receiver baIn;
+    final Registration regA;
+    final Registration regB;
+    private final Arena arena = Arena.ofShared();
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    BenchPair(String provider, long bytes) throws Exception {
+        try {
+            a = Fabric.open(config(provider, "127.0.77.1/24"));
+            open.add(a);
+            if (provider.equals("rdma")) {
+                b = a;
+            } else {
+                b = Fabric.open(config(provider, "127.0.77.2/24"));
+                open.add(b);
+            }
+            MemorySegment ma = arena.allocate(Math.max(1, bytes), 4096);
+            MemorySegment mb = arena.allocate(Math.max(1, bytes), 4096);
+            regA = a.register(ma);
+            open.add(regA);
+            regB = b.register(mb);
+            open.add(regB);
+            Listener la = a.listen();
+            open.add(la);
+            Listener lb = b.listen();
+            open.add(lb);
+            Connector cab = a.connect(lb.handle());
+            open.add(cab);
+            Connector cba = b.connect(la.handle());
+            open.add(cba);
+            Sender sab = null;
+            Sender sba = null;
+            Receiver rab = null;
+            Receiver rba = null;
+            long deadline = System.nanoTime() + PATIENCE_NS;
+            while (sab == null || sba == null || rab == null || rba == null) {
+                if (sab == null) {
+                    sab = cab.poll();
+                }
+                if (sba == null) {
+                    sba = cba.poll();
+                }
+                if (rab == null) {
+                    rab = lb.accept();
+                }
+                if (rba == null) {
+                    rba = la.accept();
+                }
+                if (System.nanoTime() - deadline > 0) {
+                    throw new IllegalStateException("the benchmark's connections did not complete within 60 s ("
+                            + cab.route() + ", " + cba.route() + ")");
+                }
+                Thread.onSpinWait();
+            }
+            ab = sab;
+            ba = sba;
+            abIn = rab;
+            baIn = rba;
+            open.add(ab);
+            open.add(ba);
+            open.add(abIn);
+            open.add(baIn);
+        } catch (Exception | Error e) {
+            close();
+            throw e;
+        }
+    }
+
+    private static JmeshConfig config(String provider, String loopbackAddress) throws NoRouteException {
+        Map<String, String> p = new HashMap<>();
+        System.getProperties().forEach((k, v) -> p.put(k.toString(), v.toString()));
+        switch (provider) {
+            case "tcp" -> {
+                p.put(JmeshConfig.PROVIDER.property(), "tcp");
+                p.put(JmeshConfig.ADDRESSES.property(), loopbackAddress);
+            }
+            case "rdma" -> p.put(JmeshConfig.PROVIDER.property(), "rdma");
+            default -> throw new IllegalArgumentException("provider '" + provider + "': expected tcp or rdma");
+        }
+        return JmeshConfig.of(p, System.getenv());
+    }
+
+    /** Fails a benchmark with the status and the connection's own explanation (the failure path only). */
+    static IllegalStateException failure(String what, int status, String error) {
+        return new IllegalStateException(what + ": " + Status.describe(status) + (error == null ? "" : ": " + error));
+    }
+
+    static IllegalStateException hang(String what) {
+        return new IllegalStateException(what + " made no progress for 60 s (a hang)");
+    }
+
+    @Override
+    public void close() {
+        for (int i = open.size() - 1; i >= 0; i--) {
+            try {
+                open.get(i).close();
+            } catch (Exception ignored) {
+                // keep closing: the others must not leak
+            }
+        }
+        arena.close();
+    }
+}

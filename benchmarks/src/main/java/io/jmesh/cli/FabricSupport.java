@@ -1,0 +1,200 @@
+package io.jmesh.cli;
+
+import io.jmesh.api.Connector;
+import io.jmesh.api.Fabric;
+import io.jmesh.api.Listener;
+import io.jmesh.api.Receiver;
+import io.jmesh.api.Sender;
+import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.transport.discovery.Discovery;
+import io.jmesh.transport.discovery.DiscoveryResult;
+import io.jmesh.transport.discovery.PortAddress;
+import io.jmesh.transport.discovery.RdmaDevice;
+import io.jmesh.transport.discovery.RdmaPort;
+import io.jmesh.transport.net.ListenAddress;
+import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.LocalLink;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/** What the commands share: the configuration with command-line overrides, device choice, bounded waits. */
+public final class FabricSupport {
+    private FabricSupport() {
+    }
+
+    /** The process's configuration with {@code overrides} (property names, e.g. jmesh.provider) on top. */
+    public static JmeshConfig config(Map<String, String> overrides) {
+        Map<String, String> props = new HashMap<>();
+        System.getProperties().forEach((k, v) -> props.put(k.toString(), v.toString()));
+        props.putAll(overrides);
+        return JmeshConfig.of(props, System.getenv());
+    }
+
+    /** Overrides for a provider name ("auto" changes nothing) and a forced GID index (-1: none). */
+    public static Map<String, String> overrides(String provider, int gidIndex) {
+        Map<String, String> o = new HashMap<>();
+        if (provider != null && !provider.equals("auto")) {
+            o.put(JmeshConfig.PROVIDER.property(), provider);
+        }
+        if (gidIndex >= 0) {
+            o.put(JmeshConfig.GID_INDEX.property(), Integer.toString(gidIndex));
+        }
+        return o;
+    }
+
+    /**
+     * The handle restricted to the addresses that {@code device} can reach, so that the route selection of the
+     * connector can only pick that device (what 'jmesh bw -d' means). Null device: the handle unchanged.
+     *
+     * @throws IllegalArgumentException naming the device's links and the peer's addresses when they share no subnet
+     */
+    public static ListenHandle restrictPeer(ListenHandle peer, List<LocalLink> links, String device) {
+        if (device == null) {
+            return peer;
+        }
+        List<LocalLink> mine = devicesLinks(links, device);
+        List<ListenAddress> keep = peer.addresses().stream()
+                .filter(a -> mine.stream().anyMatch(l -> l.prefix().sharesSubnetWith(a.prefix()))).toList();
+        if (keep.isEmpty()) {
+            throw new IllegalArgumentException("device " + device + " " + mine.stream().map(l -> l.prefix()
+                    .toString()).toList() + " shares no subnet with the peer " + peer.prefixes() + ": pick the "
+                    + "device cabled to that peer (see 'jmesh devices'), or leave -d out");
+        }
+        return new ListenHandle(peer.flags(), peer.secret(), keep);
+    }
+
+    /** A listener's own handle restricted to {@code device}'s addresses (the server side of -d). */
+    public static ListenHandle restrictOwn(ListenHandle own, List<LocalLink> links, String device) {
+        if (device == null) {
+            return own;
+        }
+        List<LocalLink> mine = devicesLinks(links, device);
+        List<ListenAddress> keep = own.addresses().stream()
+                .filter(a -> mine.stream().anyMatch(l -> l.prefix().address().equals(a.prefix().address()))).toList();
+        if (keep.isEmpty()) {
+            throw new IllegalArgumentException("device " + device + " has no address this listener uses");
+        }
+        return new ListenHandle(own.flags(), own.secret(), keep);
+    }
+
+    private static List<LocalLink> devicesLinks(List<LocalLink> links, String device) {
+        List<LocalLink> mine = links.stream().filter(l -> l.device().equals(device)).toList();
+        if (mine.isEmpty()) {
+            throw new IllegalArgumentException("device '" + device + "' has no usable link; usable: "
+                    + links.stream().map(LocalLink::toString).toList() + " (see 'jmesh devices'; with the TCP "
+                    + "provider every link is device 'tcp')");
+        }
+        return mine;
+    }
+
+    /** Polls a connector until it yields its sender, at most {@code timeout}. */
+    public static Sender awaitSender(Connector c, Duration timeout) throws IOException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long spins = 0;
+        while (true) {
+            Sender s = c.poll();
+            if (s != null) {
+                return s;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new IOException("connect over " + c.route() + " did not complete within " + timeout.toSeconds()
+                        + " s: the peer does not answer on that subnet (run 'jmesh doctor' on both nodes)");
+            }
+            pause(++spins);
+        }
+    }
+
+    /** A connection made inside one process: the sender and the receiver it was accepted as. */
+    public record Both(Sender sender, Receiver receiver) {
+    }
+
+    /**
+     * Connects to a listener of this same process: polls the connector and the listener's accept together, as the
+     * handshake needs both ends to make progress.
+     */
+    public static Both connectLocally(Connector c, Listener l, Duration timeout) throws IOException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Sender s = null;
+        Receiver r = null;
+        long spins = 0;
+        while (s == null || r == null) {
+            if (s == null) {
+                s = c.poll();
+            }
+            if (r == null) {
+                r = l.accept();
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new IOException("connect over " + c.route() + " did not complete within " + timeout.toSeconds()
+                        + " s");
+            }
+            if (s == null || r == null) {
+                pause(++spins);
+            }
+        }
+        return new Both(s, r);
+    }
+
+    /** Polls a listener until a connection arrives, at most {@code timeout}. */
+    public static Receiver awaitReceiver(Listener l, Duration timeout) throws IOException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long spins = 0;
+        while (true) {
+            Receiver r = l.accept();
+            if (r != null) {
+                return r;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new IOException("no connection arrived within " + timeout.toSeconds() + " s: the peer could "
+                        + "not reach any address of " + l.handleText() + " (run 'jmesh doctor' on both nodes)");
+            }
+            pause(++spins);
+        }
+    }
+
+    /** Spin briefly, then yield, then sleep: control-path waits need not burn a core. */
+    public static void pause(long spins) {
+        if (spins < 1_000) {
+            Thread.onSpinWait();
+        } else if (spins < 10_000) {
+            Thread.yield();
+        } else {
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** The port behind a local address (for MTU and rate), or null (TCP, or not found). */
+    public static RdmaPort portOf(DiscoveryResult found, String device, java.net.InetAddress address) {
+        for (RdmaDevice d : found.devices()) {
+            if (!d.name().equals(device)) {
+                continue;
+            }
+            for (RdmaPort p : d.ports()) {
+                for (PortAddress a : p.addresses()) {
+                    if (a.prefix().address().equals(address)) {
+                        return p;
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    /** Discovery with a config, for headers. */
+    public static DiscoveryResult discover(JmeshConfig config) {
+        return Discovery.scan(config);
+    }
+
+    /** Opens a fabric; a configuration error becomes an IllegalArgumentException with the variable's name. */
+    public static Fabric open(JmeshConfig config) {
+        return Fabric.open(config);
+    }
+}

@@ -1,0 +1,385 @@
+package io.jmesh.cli.doctor;
+
+import io.jmesh.api.Connector;
+import io.jmesh.api.Fabric;
+import io.jmesh.api.Listener;
+import io.jmesh.api.Receiver;
+import io.jmesh.api.Registration;
+import io.jmesh.api.Sender;
+import io.jmesh.api.Status;
+import io.jmesh.cli.Args;
+import io.jmesh.cli.FabricSupport;
+import io.jmesh.cli.perf.Oob;
+import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.transport.discovery.DiscoveryResult;
+import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.transport.net.RouteSelector;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.zip.CRC32C;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+
+/**
+ * 'jmesh doctor': checks this node the way the DGX Spark guides' troubleshooting sections do by hand (devices, ports,
+ * GIDs, MTUs, memlock, one subnet per link), and with peers given, each peer over RDMA with a real queue-pair
+ * handshake and a verified message; then draws the mesh. Peers run 'jmesh doctor --serve'. Every failed check
+ * prints its fix; the exit status is 1 when a check failed.
+ *
+ * <p>Out-of-band protocol (port -p, one ASCII line each): client {@code hello version=1 name=.. links=.. seed=S
+ * bytes=N}; server {@code node name=.. links=..}, {@code handle handle=H}; the client connects with jmesh and sends
+ * N pattern bytes (from seed S); server {@code verified bytes=N} or {@code error TEXT}. A client that cannot
+ * connect sends {@code abort reason=..} instead.
+ */
+public final class DoctorCommand {
+    public static final int DEFAULT_PORT = 18517;
+    static final int PROTOCOL = 1;
+    static final int PROBE_BYTES = 65536;
+
+    private static final Map<String, String> SHORT = Args.shorts("p", "port", "h", "help");
+    private static final Set<String> VALUES = Set.of("port", "timeout", "count", "provider", "name");
+    private static final Set<String> FLAGS = Set.of("serve", "help");
+
+    private final PrintStream out;
+    private final Duration timeout;
+    private final int port;
+    private final String name;
+    private final JmeshConfig config;
+
+    private DoctorCommand(PrintStream out, Duration timeout, int port, String name, JmeshConfig config) {
+        this.out = out;
+        this.timeout = timeout;
+        this.port = port;
+        this.name = name;
+        this.config = config;
+    }
+
+    public static int run(List<String> argv, PrintStream out, PrintStream err) {
+        Args a = Args.parse(argv, SHORT, VALUES, FLAGS);
+        if (a.flag("help")) {
+            usage(out);
+            return 0;
+        }
+        Duration timeout = Duration.ofSeconds(a.integer("timeout", 30, 1, 3600));
+        int port = (int) a.integer("port", DEFAULT_PORT, 1, 65535);
+        String name = a.string("name", hostName());
+        JmeshConfig config = FabricSupport.config(FabricSupport.overrides(a.string("provider", "auto"), -1));
+        DoctorCommand d = new DoctorCommand(out, timeout, port, name, config);
+        try {
+            if (a.flag("serve")) {
+                if (!a.positional().isEmpty()) {
+                    throw new IllegalArgumentException("--serve takes no peers: the peers run 'jmesh doctor "
+                            + name + "'");
+                }
+                return d.serve(a.integer("count", 0, 0, 1_000_000));
+            }
+            return d.check(a.positional());
+        } catch (IOException e) {
+            err.println("jmesh doctor: " + e.getMessage());
+            return 1;
+        }
+    }
+
+    static void usage(PrintStream out) {
+        out.println("usage: jmesh doctor [options] [PEER...]   check this node, and each PEER over RDMA");
+        out.println("       jmesh doctor --serve [options]      answer the checks of peers (run this on the PEERs)");
+        out.println();
+        out.println("Checks: RDMA devices present, ports ACTIVE, a RoCE v2 GID for every address, the MTU of each");
+        out.println("link (and that both ends agree), the memlock limit, each link on its own subnet, and each PEER");
+        out.println("reachable over RDMA with a real queue-pair handshake and a verified message. Then it draws the");
+        out.println("mesh. Every failed check prints its fix. Exit status 1 when a check failed.");
+        out.println();
+        out.println("  -p, --port PORT     out-of-band TCP port of the peers' 'jmesh doctor --serve' (default "
+                + DEFAULT_PORT + ")");
+        out.println("      --count N       with --serve: exit after N peers (default: serve until stopped)");
+        out.println("      --timeout SECS  bound on each step (default 30)");
+        out.println("      --provider P    rdma, tcp or auto (default auto)");
+        out.println("      --name NAME     this node's name in the report (default: the host name)");
+    }
+
+    static String hostName() {
+        try {
+            return Files.readString(Path.of("/proc/sys/kernel/hostname")).trim();
+        } catch (IOException | RuntimeException e) {
+            return "this-node";
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------- checking
+
+    private int check(List<String> peers) {
+        DiscoveryResult found = FabricSupport.discover(config);
+        NodeReport me = NodeReport.of(NodeReport.safe(name), found);
+        List<Check> checks = new ArrayList<>(Checks.local(found, Memlock.read()));
+        out.println("jmesh doctor on " + me.name());
+        out.println();
+        checks.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
+        out.flush();
+        List<NodeReport> nodes = new ArrayList<>();
+        nodes.add(me);
+        Map<String, String> status = new LinkedHashMap<>();
+        if (!peers.isEmpty()) {
+            Fabric fabric = null;
+            String openError = null;
+            try {
+                fabric = FabricSupport.open(config);
+            } catch (RuntimeException e) {
+                openError = e.getMessage();
+            }
+            try (Arena arena = Arena.ofShared()) {
+                Registration reg = fabric == null ? null : fabric.register(arena.allocate(PROBE_BYTES, 4096));
+                try {
+                    for (String peer : peers) {
+                        PeerResult r = openError != null ? PeerResult.failed(peer, null, "no transport: " + openError,
+                                "fix the local checks above first") : probe(fabric, reg, me, peer);
+                        List<Check> pc = Checks.peer(me, r);
+                        pc.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
+                        out.flush();
+                        checks.addAll(pc);
+                        if (r.report() != null && nodes.stream().noneMatch(n -> n.name().equals(r.report().name()))) {
+                            nodes.add(r.report());
+                            status.put(r.report().name(), r.error() == null && "rdma".equals(r.provider())
+                                    ? String.format(java.util.Locale.ROOT, "RDMA ok (%.1f ms)",
+                                    r.handshakeNanos() / 1e6) : "FAILED");
+                        }
+                    }
+                } finally {
+                    if (reg != null) {
+                        reg.close();
+                    }
+                }
+            } finally {
+                if (fabric != null) {
+                    fabric.close();
+                }
+            }
+        }
+        out.println();
+        out.print(MeshMap.render(nodes, status));
+        out.println();
+        out.println("summary: " + Checks.summary(checks));
+        return checks.stream().anyMatch(c -> c.status() == Check.Status.FAIL) ? 1 : 0;
+    }
+
+    private PeerResult probe(Fabric fabric, Registration reg, NodeReport me, String peer) {
+        long seed = System.nanoTime();
+        NodeReport them = null;
+        try (Oob oob = Oob.connect(peer, port, timeout, timeout)) {
+            oob.send("hello version=" + PROTOCOL + " " + me.encode() + " seed=" + seed + " bytes=" + PROBE_BYTES);
+            Map<String, String> node = oob.expect("node");
+            try {
+                them = NodeReport.decode(node.get("name"), node.get("links"));
+            } catch (IllegalArgumentException e) {
+                return PeerResult.failed(peer, null, "its report is malformed: " + e.getMessage(),
+                        "run the same jmesh version on both nodes");
+            }
+            ListenHandle handle = ListenHandle.parse(oob.expect("handle").getOrDefault("handle", ""));
+            try {
+                RouteSelector.best(fabric.links(), handle);
+            } catch (NoRouteException e) {
+                oob.send("abort reason=no-route");
+                return PeerResult.failed(peer, them, "no local link shares a subnet with it: " + e.getMessage(),
+                        "cable the two nodes directly and give both ends of that link addresses on one subnet with "
+                                + "the same prefix length (docs/dgx-spark.md)");
+            }
+            pattern(reg.memory(), PROBE_BYTES, seed);
+            long t0 = System.nanoTime();
+            Connector c;
+            try {
+                c = fabric.connect(handle.encode());
+            } catch (RuntimeException | NoRouteException e) {
+                oob.send("abort reason=connect");
+                return PeerResult.failed(peer, them, "connect failed: " + e.getMessage(),
+                        "set JMESH_PROVIDER the same on both nodes and fix what 'jmesh doctor' reports on each");
+            }
+            try (c) {
+                Sender s;
+                try {
+                    s = FabricSupport.awaitSender(c, timeout);
+                } catch (IOException | RuntimeException e) {
+                    oob.send("abort reason=handshake");
+                    return PeerResult.failed(peer, them, "the queue-pair handshake over " + c.route() + " failed: "
+                                    + e.getMessage(),
+                            "check that the peer's address on that link answers ('ping'), that both ports are "
+                                    + "ACTIVE with a RoCE v2 GID, and that no firewall blocks TCP between them");
+                }
+                long t1 = System.nanoTime();
+                try (s) {
+                    int req = sendOnce(s, reg);
+                    if (req < 0) {
+                        oob.send("abort reason=send");
+                        return PeerResult.failed(peer, them, "sending over " + c.route() + " failed: "
+                                + Status.describe(req) + " " + s.error(), "run 'jmesh doctor' on the peer; check "
+                                + "'dmesg' on both nodes for RDMA errors");
+                    }
+                    oob.expect("verified");
+                    return new PeerResult(peer, them, fabric.provider(), c.route(), t1 - t0, PROBE_BYTES, null, null);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return PeerResult.failed(peer, them, e.getMessage(), them == null
+                    ? "start 'jmesh doctor --serve' on " + peer + " (same -p), and check that this node reaches it "
+                    + "over TCP" : "run 'jmesh doctor' on " + peer + " and fix what it reports");
+        }
+    }
+
+    private int sendOnce(Sender s, Registration reg) throws IOException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        int req;
+        long spins = 0;
+        while ((req = s.isend(reg, 0, PROBE_BYTES, 0)) == Status.NOT_READY) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IOException("the peer posted no receive within " + timeout.toSeconds() + " s");
+            }
+            FabricSupport.pause(++spins);
+        }
+        if (req < 0) {
+            return req;
+        }
+        int t;
+        while ((t = s.test(req)) == 0) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IOException("the probe message did not complete within " + timeout.toSeconds() + " s");
+            }
+            FabricSupport.pause(++spins);
+        }
+        return t < 0 ? t : req;
+    }
+
+    static void pattern(MemorySegment m, int n, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        for (int i = 0; i < n; i++) {
+            m.set(JAVA_BYTE, i, (byte) r.nextInt());
+        }
+    }
+
+    static long crc(MemorySegment m, int n) {
+        CRC32C c = new CRC32C();
+        c.update(m.asSlice(0, n).asByteBuffer());
+        return c.getValue();
+    }
+
+    // ---------------------------------------------------------------------------------------------- serving
+
+    private int serve(long count) throws IOException {
+        DiscoveryResult found = FabricSupport.discover(config);
+        NodeReport me = NodeReport.of(NodeReport.safe(name), found);
+        List<Check> checks = Checks.local(found, Memlock.read());
+        out.println("jmesh doctor on " + me.name() + " (serving peers on TCP port " + port + ")");
+        checks.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
+        out.flush();
+        try (ServerSocket ss = Oob.listen(port); Fabric fabric = FabricSupport.open(config);
+             Listener listener = fabric.listen(); Arena arena = Arena.ofShared()) {
+            MemorySegment buf = arena.allocate(PROBE_BYTES, 4096);
+            MemorySegment expected = arena.allocate(PROBE_BYTES, 4096);
+            try (Registration reg = fabric.register(buf)) {
+                out.println("  ready: run 'jmesh doctor " + me.name() + "' (or this node's address) on the peers");
+                out.flush();
+                for (long served = 0; count == 0 || served < count; served++) {
+                    try (Oob oob = Oob.accept(ss, count == 0 ? Duration.ofDays(365) : timeout.multipliedBy(10),
+                            timeout)) {
+                        answer(oob, fabric, listener, reg, buf, expected, me);
+                    } catch (IOException e) {
+                        out.println("  [FAIL] a peer's check: " + e.getMessage());
+                        out.flush();
+                        if (count != 0 && e.getMessage().startsWith("no client connected")) {
+                            return 1;
+                        }
+                    }
+                }
+            }
+        }
+        return 0;
+    }
+
+    private void answer(Oob oob, Fabric fabric, Listener listener, Registration reg, MemorySegment buf,
+                        MemorySegment expected, NodeReport me) throws IOException {
+        Map<String, String> hello = oob.expect("hello");
+        if (Oob.number(hello, "version", 0, Integer.MAX_VALUE) != PROTOCOL) {
+            oob.send("error this node runs doctor protocol " + PROTOCOL + ": use the same jmesh version");
+            throw new IOException("a peer speaks doctor protocol " + hello.get("version"));
+        }
+        NodeReport peer;
+        try {
+            peer = NodeReport.decode(hello.get("name"), hello.get("links"));
+        } catch (IllegalArgumentException e) {
+            oob.send("error bad hello: " + e.getMessage().replaceAll("[^ -~]", "?"));
+            throw new IOException("a peer (" + oob.peer() + ") sent a bad report: " + e.getMessage());
+        }
+        long seed;
+        try {
+            seed = Long.parseLong(hello.getOrDefault("seed", "x"));
+        } catch (NumberFormatException e) {
+            throw new IOException("a peer (" + oob.peer() + ") sent a bad seed");
+        }
+        int bytes = (int) Oob.number(hello, "bytes", 1, PROBE_BYTES);
+        oob.send("node " + me.encode());
+        oob.send("handle handle=" + listener.handleText());
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Receiver r = null;
+        long spins = 0;
+        while (r == null) {
+            r = listener.accept();
+            if (r == null) {
+                if (oob.ready()) {
+                    String line = oob.receive();
+                    out.println("  [FAIL] peer " + peer.name() + " could not connect: " + line);
+                    out.flush();
+                    return;
+                }
+                if (System.nanoTime() - deadline > 0) {
+                    throw new IOException("peer " + peer.name() + " did not connect within " + timeout.toSeconds()
+                            + " s");
+                }
+                FabricSupport.pause(++spins);
+            }
+        }
+        try (Receiver rx = r) {
+            buf.fill((byte) 0);
+            int req = rx.irecv(1, new Registration[] {reg}, new long[] {0}, new long[] {PROBE_BYTES}, new int[] {0});
+            if (req < 0) {
+                oob.send("error irecv failed: " + Status.describe(req));
+                throw new IOException("irecv failed: " + Status.describe(req) + " " + rx.error());
+            }
+            int t;
+            while ((t = rx.test(req)) == 0) {
+                if (System.nanoTime() - deadline > 0) {
+                    oob.send("error nothing arrived within " + timeout.toSeconds() + " s");
+                    throw new IOException("peer " + peer.name() + ": the probe message did not arrive");
+                }
+                FabricSupport.pause(++spins);
+            }
+            if (t < 0 || rx.size(req, 0) != bytes) {
+                oob.send("error receive: " + (t < 0 ? Status.describe(t) : rx.size(req, 0) + " bytes, not " + bytes));
+                throw new IOException("peer " + peer.name() + ": the probe message failed");
+            }
+            pattern(expected, bytes, seed);
+            if (crc(buf, bytes) != crc(expected, bytes) || buf.asSlice(0, bytes).mismatch(
+                    expected.asSlice(0, bytes)) >= 0) {
+                oob.send("error the " + bytes + " bytes arrived corrupted");
+                throw new IOException("peer " + peer.name() + ": the probe message arrived corrupted");
+            }
+            oob.send("verified bytes=" + bytes);
+        }
+        List<Check> mtu = new ArrayList<>();
+        Checks.mtuMismatch(me, peer, mtu);
+        out.println("  [ OK ] peer " + peer.name() + " (" + oob.peer() + "): connected over " + fabric.provider() + ", " + bytes
+                + " bytes verified");
+        mtu.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
+        out.flush();
+    }
+}

@@ -1,0 +1,649 @@
+package io.jmesh.cli.perf;
+
+import io.jmesh.api.Connector;
+import io.jmesh.api.Fabric;
+import io.jmesh.api.Listener;
+import io.jmesh.api.Receiver;
+import io.jmesh.api.Registration;
+import io.jmesh.api.Sender;
+import io.jmesh.api.Status;
+import io.jmesh.cli.FabricSupport;
+import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.transport.discovery.RdmaPort;
+import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.transport.net.Route;
+import io.jmesh.transport.net.RouteSelector;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * 'jmesh bw' and 'jmesh lat': perftest-style measurements of jmesh's isend/irecv between two nodes. The server
+ * listens on an out-of-band TCP port; the client connects there, the two exchange jmesh listen handles and then talk
+ * over jmesh. For bw the client sends and the server is a sink that keeps {@code depth} receives posted per
+ * connection; for lat the server echoes each message back over a second connection.
+ *
+ * <p>Out-of-band protocol (one ASCII line each, see {@link Oob}):
+ * <pre>
+ * client: hello version=1 test=bw|lat qps=Q maxsize=M [handle=H]     (H: the client's handle, for lat)
+ * server: handle handle=H                                           (or: error TEXT)
+ * client: end totals=T1,T2,..    server: done        (after each size: messages per connection so far, cumulative)
+ * client: report TEXT                                (a result line for the server to print)
+ * client: bye
+ * </pre>
+ * The hot loops allocate nothing: request ids live in preallocated rings and times in preallocated arrays.
+ */
+public final class PerfCommand {
+    static final int PROTOCOL = 1;
+    private static final int RING = 32;
+    /** Latency samples kept per size in duration mode. */
+    private static final int MAX_SAMPLES = 1 << 20;
+
+    private final PerfOptions o;
+    private final PrintStream out;
+    private io.jmesh.transport.discovery.DiscoveryResult found;
+
+    private PerfCommand(PerfOptions o, PrintStream out) {
+        this.o = o;
+        this.out = out;
+    }
+
+    /** Runs 'jmesh bw' or 'jmesh lat' with the given arguments; returns the exit status. */
+    public static int run(String test, List<String> argv, PrintStream out, PrintStream err) {
+        PerfOptions o = PerfOptions.parse(test, argv, out);
+        if (o == null) {
+            return 0;
+        }
+        try {
+            PerfCommand c = new PerfCommand(o, out);
+            if (o.isServer()) {
+                c.server();
+            } else {
+                c.client();
+            }
+            return 0;
+        } catch (IOException | RuntimeException | NoRouteException e) {
+            err.println("jmesh " + test + ": " + e.getMessage());
+            return 1;
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ server
+
+    private void server() throws IOException, NoRouteException {
+        try (ServerSocket ss = Oob.listen(o.port())) {
+            out.println(" Waiting for a client on TCP port " + ss.getLocalPort() + " ...");
+            out.flush();
+            try (Oob oob = Oob.accept(ss, o.timeout().multipliedBy(10), o.timeout())) {
+                serve(oob);
+            }
+        }
+    }
+
+    private void serve(Oob oob) throws IOException, NoRouteException {
+        Map<String, String> hello = oob.expect("hello");
+        String test = hello.getOrDefault("test", "?");
+        if (Oob.number(hello, "version", 0, Integer.MAX_VALUE) != PROTOCOL) {
+            oob.send("error the server speaks protocol " + PROTOCOL + ": run the same jmesh version on both ends");
+            throw new IOException("the client speaks protocol " + hello.get("version") + ", this server "
+                    + PROTOCOL + ": run the same jmesh version on both ends");
+        }
+        if (!test.equals(o.test())) {
+            oob.send("error this server runs 'jmesh " + o.test() + "', not '" + test + "'");
+            throw new IOException("the client runs 'jmesh " + test + "' against this 'jmesh " + o.test()
+                    + "' server: run the same command on both ends");
+        }
+        int qps = (int) Oob.number(hello, "qps", 1, 64);
+        long maxSize = Oob.number(hello, "maxsize", 1, PerfOptions.MAX_SIZE);
+        JmeshConfig config = FabricSupport.config(o.overrides());
+        found = FabricSupport.discover(config); // before the fabric opens: see printHeader
+        try (Fabric fabric = FabricSupport.open(config); Listener listener = fabric.listen();
+             Arena arena = Arena.ofShared()) {
+            ListenHandle own = FabricSupport.restrictOwn(ListenHandle.parse(listener.handleText()), fabric.links(),
+                    o.device());
+            oob.send("handle handle=" + own);
+            List<AutoCloseable> open = new ArrayList<>();
+            try {
+                // registered before the connections, so that closing in reverse order closes them first
+                Registration reg = fabric.register(arena.allocate(maxSize, 4096));
+                open.add(reg);
+                Receiver[] receivers = new Receiver[qps];
+                for (int i = 0; i < qps; i++) {
+                    receivers[i] = FabricSupport.awaitReceiver(listener, o.timeout());
+                    open.add(receivers[i]);
+                }
+                Sender echo = null;
+                String route = "(accepting)";
+                if (test.equals("lat")) {
+                    ListenHandle peer = ListenHandle.parse(requireField(hello, "handle"));
+                    Route r = RouteSelector.best(fabric.links(), FabricSupport.restrictPeer(peer, fabric.links(),
+                            o.device()));
+                    Connector c = fabric.connect(FabricSupport.restrictPeer(peer, fabric.links(), o.device())
+                            .encode());
+                    open.add(c);
+                    echo = FabricSupport.awaitSender(c, o.timeout());
+                    open.add(echo);
+                    route = c.route();
+                    printHeader(fabric, config, r.local(), route, qps);
+                } else {
+                    printHeader(fabric, config, null, "accepted " + qps + " connection(s) on " + own, qps);
+                }
+                oob.send("ready");
+                if (echo == null) {
+                    sink(oob, receivers, reg, maxSize);
+                } else {
+                    echo(oob, receivers[0], echo, reg, maxSize);
+                }
+            } finally {
+                closeAll(open);
+            }
+        }
+    }
+
+    private static String requireField(Map<String, String> f, String key) throws IOException {
+        String v = f.get(key);
+        if (v == null || v.isEmpty()) {
+            throw new IOException("protocol error: the client sent no " + key);
+        }
+        return v;
+    }
+
+    /** bw server: keeps {@code depth} receives posted on every connection, counts completions, obeys the client. */
+    private void sink(Oob oob, Receiver[] rs, Registration reg, long maxSize) throws IOException {
+        int q = rs.length;
+        int[][] ring = new int[q][RING];
+        long[] posted = new long[q];
+        long[] done = new long[q];
+        long[] target = new long[q];
+        boolean waiting = false;
+        Registration[] regs = {reg};
+        long[] offsets = {0};
+        long[] max = {maxSize};
+        int[] tags = {0};
+        long lastProgress = System.nanoTime();
+        long timeoutNs = o.timeout().toNanos();
+        for (long spin = 0; ; spin++) {
+            boolean progress = false;
+            for (int c = 0; c < q; c++) {
+                Receiver r = rs[c];
+                if (posted[c] - done[c] < o.depth()) {
+                    int req = r.irecv(1, regs, offsets, max, tags);
+                    if (req >= 0) {
+                        ring[c][(int) (posted[c] & (RING - 1))] = req;
+                        posted[c]++;
+                    } else if (req != Status.NOT_READY) {
+                        throw new IOException("irecv failed: " + Status.describe(req) + " " + r.error());
+                    }
+                }
+                if (done[c] < posted[c]) {
+                    int t = r.test(ring[c][(int) (done[c] & (RING - 1))]);
+                    if (t == 1) {
+                        done[c]++;
+                        progress = true;
+                    } else if (t < 0) {
+                        throw new IOException("receive failed: " + Status.describe(t) + " " + r.error());
+                    }
+                }
+            }
+            if (waiting) {
+                boolean all = true;
+                for (int c = 0; c < q; c++) {
+                    if (done[c] > target[c]) {
+                        throw new IOException("received more messages on connection " + c + " (" + done[c]
+                                + ") than the client sent (" + target[c] + ")");
+                    }
+                    all &= done[c] == target[c];
+                }
+                if (all) {
+                    oob.send("done");
+                    waiting = false;
+                }
+            }
+            if (!progress && o.yield()) {
+                Thread.yield();
+            }
+            long now = progress || (spin & 255) == 0 ? System.nanoTime() : 0;
+            if (progress) {
+                lastProgress = now;
+            } else if ((spin & 255) == 0) {
+                if (oob.ready()) {
+                    String line = oob.receive();
+                    if (line.equals("bye")) {
+                        oob.send("bye");
+                        return;
+                    } else if (line.startsWith("report ")) {
+                        out.println(line.substring(7));
+                        out.flush();
+                    } else {
+                        long[] t = totals(Oob.fields(line, "end"), q);
+                        System.arraycopy(t, 0, target, 0, q);
+                        waiting = true;
+                    }
+                    lastProgress = now;
+                } else if (waiting && now - lastProgress > timeoutNs) {
+                    throw new IOException("no message arrived for " + o.timeout().toSeconds() + " s although the "
+                            + "client sent " + java.util.Arrays.toString(target) + " (received "
+                            + java.util.Arrays.toString(done) + "): the link stalled");
+                }
+            }
+        }
+    }
+
+    private static long[] totals(Map<String, String> f, int q) throws IOException {
+        String[] parts = requireField(f, "totals").split(",");
+        if (parts.length != q) {
+            throw new IOException("protocol error: " + parts.length + " totals for " + q + " connections");
+        }
+        long[] t = new long[q];
+        for (int i = 0; i < q; i++) {
+            try {
+                t[i] = Long.parseLong(parts[i]);
+            } catch (NumberFormatException e) {
+                throw new IOException("protocol error: bad total '" + parts[i] + "'");
+            }
+            if (t[i] < 0) {
+                throw new IOException("protocol error: negative total " + t[i]);
+            }
+        }
+        return t;
+    }
+
+    /** lat server: sends every message it receives straight back, with its size. */
+    private void echo(Oob oob, Receiver r, Sender s, Registration reg, long maxSize) throws IOException {
+        Registration[] regs = {reg};
+        long[] offsets = {0};
+        long[] max = {maxSize};
+        int[] tags = {0};
+        int recv = postOrFail(r, regs, offsets, max, tags);
+        int send = -1;
+        long echoed = 0;
+        long target = -1;
+        long lastProgress = System.nanoTime();
+        long timeoutNs = o.timeout().toNanos();
+        for (long spin = 0; ; spin++) {
+            int t = r.test(recv);
+            if (t == 1) {
+                long n = r.size(recv, 0);
+                recv = postOrFail(r, regs, offsets, max, tags);
+                if (send >= 0) {
+                    completeSend(s, send);
+                }
+                send = sendOrFail(s, reg, n);
+                echoed++;
+                lastProgress = System.nanoTime();
+            } else if (t < 0) {
+                throw new IOException("receive failed: " + Status.describe(t) + " " + r.error());
+            } else if (o.yield()) {
+                Thread.yield();
+            }
+            if (target >= 0 && echoed == target) {
+                if (send >= 0) {
+                    completeSend(s, send);
+                    send = -1;
+                }
+                oob.send("done");
+                target = -1;
+            }
+            if ((spin & 1023) == 0 && t != 1) {
+                long now = System.nanoTime();
+                if (oob.ready()) {
+                    String line = oob.receive();
+                    if (line.equals("bye")) {
+                        if (send >= 0) {
+                            completeSend(s, send);
+                        }
+                        oob.send("bye");
+                        return;
+                    } else if (line.startsWith("report ")) {
+                        out.println(line.substring(7));
+                        out.flush();
+                    } else {
+                        target = totals(Oob.fields(line, "end"), 1)[0];
+                        if (echoed > target) {
+                            throw new IOException("echoed " + echoed + " messages but the client sent " + target);
+                        }
+                    }
+                    lastProgress = now;
+                } else if (target >= 0 && now - lastProgress > timeoutNs) {
+                    throw new IOException("no message for " + o.timeout().toSeconds() + " s (echoed " + echoed
+                            + " of " + target + "): the link stalled");
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ client
+
+    private void client() throws IOException, NoRouteException {
+        boolean lat = o.test().equals("lat");
+        try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout())) {
+            JmeshConfig config = FabricSupport.config(o.overrides());
+            found = FabricSupport.discover(config); // before the fabric opens: see printHeader
+            List<AutoCloseable> open = new ArrayList<>();
+            try (Fabric fabric = FabricSupport.open(config); Arena arena = Arena.ofShared()) {
+                Registration reg = fabric.register(arena.allocate(o.maxSize(), 4096));
+                open.add(reg);
+                Listener listener = null;
+                if (lat) {
+                    listener = fabric.listen();
+                    open.add(listener);
+                }
+                oob.send("hello version=" + PROTOCOL + " test=" + o.test() + " qps=" + o.qps() + " maxsize="
+                        + o.maxSize() + (listener == null ? "" : " handle=" + FabricSupport.restrictOwn(
+                        ListenHandle.parse(listener.handleText()), fabric.links(), o.device())));
+                ListenHandle peer = ListenHandle.parse(requireField(oob.expect("handle"), "handle"));
+                ListenHandle target = FabricSupport.restrictPeer(peer, fabric.links(), o.device());
+                Route route = RouteSelector.best(fabric.links(), target);
+                Sender[] senders = new Sender[o.qps()];
+                String routeText = null;
+                for (int i = 0; i < o.qps(); i++) {
+                    Connector c = fabric.connect(target.encode());
+                    open.add(c);
+                    routeText = c.route();
+                    senders[i] = FabricSupport.awaitSender(c, o.timeout());
+                    open.add(senders[i]);
+                }
+                Receiver back = null;
+                if (lat) {
+                    back = FabricSupport.awaitReceiver(listener, o.timeout());
+                    open.add(back);
+                }
+                oob.expect("ready");
+                printHeader(fabric, config, route.local(), routeText, o.qps());
+                String columns = lat ? PerfReport.LAT_COLUMNS : o.gbits() ? PerfReport.BW_COLUMNS_GB
+                        : PerfReport.BW_COLUMNS_MB;
+                out.println(columns);
+                oob.send("report " + columns);
+                long[] totals = new long[o.qps()];
+                for (long size : o.sizes()) {
+                    String line = lat ? latency(oob, senders[0], back, reg, size, totals)
+                            : bandwidth(oob, senders, reg, size, totals);
+                    out.println(line);
+                    out.flush();
+                    oob.send("report " + line);
+                }
+                out.println(PerfReport.RULE);
+                oob.send("report " + PerfReport.RULE);
+                oob.send("bye");
+                oob.expect("bye"); // the server has stopped using the connections: now they may close
+            } finally {
+                closeAll(open);
+            }
+        }
+    }
+
+    private void printHeader(Fabric fabric, JmeshConfig config, LocalLink local, String route, int qps) {
+        boolean lat = o.test().equals("lat");
+        String mtu = "-";
+        String device = local == null ? (o.device() == null ? "(any)" : o.device()) : local.device();
+        String gid = local == null || local.gidIndex() < 0 ? "-" : Integer.toString(local.gidIndex());
+        if (fabric.provider().equals("rdma") && local != null) {
+            // from the discovery made before the fabric opened: a second discovery while verbs connections are
+            // open was followed by EBADF from ibv_destroy_qp/ibv_dereg_mr at close in the testbed (reported)
+            RdmaPort p = FabricSupport.portOf(found, local.device(), local.prefix().address());
+            if (p != null) {
+                mtu = p.activeMtu() + "[B]";
+            }
+        }
+        PerfReport.header(out, lat ? "jmesh Latency Test (isend/irecv ping-pong)"
+                        : "jmesh BW Test (isend/irecv, receiver-driven)",
+                "Provider", fabric.provider(), "Device", device, "GID index", gid, "Number of qps",
+                Integer.toString(qps), lat ? "Depth" : "Tx depth", Integer.toString(o.depth()), "Mtu", mtu,
+                "Route", route, "Polling", o.yield() ? "yield the CPU when idle" : "spin", "Warmup", o.warmupFor() + (lat ? " round trips" : " messages") + " per size",
+                "Data ex. method", "TCP port " + o.port() + " (jmesh listen handles)");
+        out.flush();
+    }
+
+    /** Sends warm-up and then measured messages round-robin over the connections; returns the result line. */
+    private String bandwidth(Oob oob, Sender[] s, Registration reg, long size, long[] totals) throws IOException {
+        int q = s.length;
+        int[][] ring = new int[q][RING];
+        // the peak is the best rate over this many consecutive completions: several windows of requests in flight,
+        // so that completions reported in bursts do not count as a rate
+        int peakWindow = (int) Math.max(4L * o.depth() * q, Math.min(o.iterations() / 16, 4096));
+        long[] window = new long[peakWindow];
+        long[] posted = new long[q];
+        long[] done = new long[q];
+        long warm = o.warmupFor();
+        stream(s, reg, size, ring, posted, done, warm, 0, null);
+        long start = System.nanoTime();
+        long measured = o.duration() > 0 ? stream(s, reg, size, ring, posted, done, -1,
+                o.duration() * 1_000_000_000L, window) : stream(s, reg, size, ring, posted, done, o.iterations(), 0,
+                window);
+        long elapsed = System.nanoTime() - start;
+        double peakNs = window[0];
+        for (int c = 0; c < q; c++) {
+            totals[c] += posted[c];
+        }
+        StringBuilder sb = new StringBuilder("end totals=");
+        for (int c = 0; c < q; c++) {
+            sb.append(c == 0 ? "" : ",").append(totals[c]);
+        }
+        oob.send(sb.toString());
+        oob.expect("done");
+        double avg = (double) size * measured * 1e9 / elapsed;
+        double peak = peakNs > 0 ? (double) size * peakWindow * 1e9 / peakNs : avg;
+        return PerfReport.bwLine(size, measured, Math.max(peak, avg), avg, measured * 1e9 / elapsed, o.gbits());
+    }
+
+    /**
+     * Keeps up to depth messages in flight per connection until {@code count} messages (or, when count < 0, until
+     * {@code durationNs}) have completed. {@code peak}, when given, receives in [0] the shortest time taken by
+     * {@code peak.length} consecutive completions. Returns the messages completed.
+     */
+    private long stream(Sender[] s, Registration reg, long size, int[][] ring, long[] posted, long[] done, long count,
+                        long durationNs, long[] peak) throws IOException {
+        int q = s.length;
+        long sent = 0;
+        long completed = 0;
+        long start = System.nanoTime();
+        long lastProgress = start;
+        long timeoutNs = o.timeout().toNanos();
+        long best = Long.MAX_VALUE;
+        int w = peak == null ? 1 : peak.length;
+        long[] times = peak == null ? null : new long[w];
+        boolean stop = count == 0;
+        long now = start;
+        for (long spin = 0; ; spin++) {
+            boolean progress = false;
+            for (int c = 0; c < q; c++) {
+                Sender x = s[c];
+                if (!stop && posted[c] - done[c] < o.depth()) {
+                    int req = x.isend(reg, 0, size, 0);
+                    if (req >= 0) {
+                        ring[c][(int) (posted[c] & (RING - 1))] = req;
+                        posted[c]++;
+                        sent++;
+                        if (count >= 0 && sent == count) {
+                            stop = true;
+                        }
+                    } else if (req != Status.NOT_READY) {
+                        throw new IOException("isend failed: " + Status.describe(req) + " " + x.error());
+                    }
+                }
+                if (done[c] < posted[c]) {
+                    int t = x.test(ring[c][(int) (done[c] & (RING - 1))]);
+                    if (t == 1) {
+                        done[c]++;
+                        if (times != null) {
+                            now = System.nanoTime();
+                            int slot = (int) (completed % w);
+                            long prev = times[slot];
+                            times[slot] = now;
+                            if (completed >= w && now - prev < best) {
+                                best = now - prev;
+                            }
+                        }
+                        completed++;
+                        progress = true;
+                    } else if (t < 0) {
+                        throw new IOException("send failed: " + Status.describe(t) + " " + x.error());
+                    }
+                }
+            }
+            if (stop && completed == sent) {
+                break;
+            }
+            if (!progress && o.yield()) {
+                Thread.yield();
+            }
+            if (progress || (spin & 255) == 0) {
+                now = System.nanoTime();
+                if (progress) {
+                    lastProgress = now;
+                } else if (now - lastProgress > timeoutNs) {
+                    throw new IOException("no send completed for " + o.timeout().toSeconds() + " s (" + completed
+                            + " of " + sent + " done): the receiver stopped posting or the link stalled");
+                }
+                if (count < 0 && !stop && now - start >= durationNs) {
+                    stop = true;
+                }
+            }
+        }
+        if (peak != null) {
+            peak[0] = best == Long.MAX_VALUE ? 0 : best;
+        }
+        return completed;
+    }
+
+    /** Ping-pong: warm-up, then measured round trips; returns the result line. */
+    private String latency(Oob oob, Sender s, Receiver back, Registration reg, long size, long[] totals)
+            throws IOException {
+        Registration[] regs = {reg};
+        long[] offsets = {0};
+        long[] max = {o.maxSize()};
+        int[] tags = {0};
+        long warm = o.warmupFor();
+        int capacity = (int) (o.duration() > 0 ? MAX_SAMPLES : Math.min(o.iterations(), Integer.MAX_VALUE - 8));
+        long[] rtt = new long[capacity];
+        int recv = backRecv >= 0 ? backRecv : postOrFail(back, regs, offsets, max, tags);
+        long timeoutNs = o.timeout().toNanos();
+        long rounds = 0;
+        int n = 0;
+        long measureStart = 0;
+        long durationNs = o.duration() * 1_000_000_000L;
+        while (true) {
+            boolean measuring = rounds >= warm;
+            if (measuring) {
+                if (o.duration() > 0) {
+                    if (n == 0) {
+                        measureStart = System.nanoTime();
+                    } else if (n == capacity || System.nanoTime() - measureStart >= durationNs) {
+                        break;
+                    }
+                } else if (n == o.iterations()) {
+                    break;
+                }
+            }
+            long t0 = System.nanoTime();
+            int send = sendOrFail(s, reg, size);
+            long spins = 0;
+            int t;
+            while ((t = back.test(recv)) == 0) {
+                if (o.yield()) {
+                    Thread.yield();
+                }
+                if ((++spins & 1023) == 0 && System.nanoTime() - t0 > timeoutNs) {
+                    throw new IOException("no echo for " + o.timeout().toSeconds() + " s after " + rounds
+                            + " round trips: the server or the link stalled");
+                }
+            }
+            long t1 = System.nanoTime();
+            if (t < 0) {
+                throw new IOException("receive failed: " + Status.describe(t) + " " + back.error());
+            }
+            if (back.size(recv, 0) != size) {
+                throw new IOException("the echo has " + back.size(recv, 0) + " bytes, not " + size);
+            }
+            recv = postOrFail(back, regs, offsets, max, tags);
+            completeSend(s, send);
+            if (measuring) {
+                rtt[n++] = t1 - t0;
+            }
+            rounds++;
+        }
+        // the receive posted last stays for the next size; the server's count is cumulative
+        totals[0] += rounds;
+        oob.send("end totals=" + totals[0]);
+        oob.expect("done");
+        backRecv = recv;
+        return PerfReport.latLine(size, rtt, n);
+    }
+
+    /** The receive left posted after the last round trip of a size: it takes the next size's first echo. */
+    private int backRecv = -1;
+
+    private int postOrFail(Receiver r, Registration[] regs, long[] offsets, long[] max, int[] tags)
+            throws IOException {
+        int req;
+        long start = System.nanoTime();
+        while ((req = r.irecv(1, regs, offsets, max, tags)) == Status.NOT_READY) {
+            if (System.nanoTime() - start > o.timeout().toNanos()) {
+                throw new IOException("irecv stayed NOT_READY for " + o.timeout().toSeconds() + " s");
+            }
+        }
+        if (req < 0) {
+            throw new IOException("irecv failed: " + Status.describe(req) + " " + r.error());
+        }
+        return req;
+    }
+
+    private int sendOrFail(Sender s, Registration reg, long size) throws IOException {
+        int req;
+        long spins = 0;
+        long start = 0;
+        while ((req = s.isend(reg, 0, size, 0)) == Status.NOT_READY) {
+            if ((++spins & 1023) == 0) {
+                long now = System.nanoTime();
+                if (start == 0) {
+                    start = now;
+                } else if (now - start > o.timeout().toNanos()) {
+                    throw new IOException("the peer posted no receive for " + o.timeout().toSeconds() + " s");
+                }
+            }
+        }
+        if (req < 0) {
+            throw new IOException("isend failed: " + Status.describe(req) + " " + s.error());
+        }
+        return req;
+    }
+
+    private void completeSend(Sender s, int req) throws IOException {
+        int t;
+        long spins = 0;
+        long start = 0;
+        while ((t = s.test(req)) == 0) {
+            if ((++spins & 1023) == 0) {
+                long now = System.nanoTime();
+                if (start == 0) {
+                    start = now;
+                } else if (now - start > o.timeout().toNanos()) {
+                    throw new IOException("a send did not complete for " + o.timeout().toSeconds() + " s");
+                }
+            }
+        }
+        if (t < 0) {
+            throw new IOException("send failed: " + Status.describe(t) + " " + s.error());
+        }
+    }
+
+    /** Closes in reverse order of opening, so connections go before the registrations and listeners they use. */
+    static void closeAll(List<AutoCloseable> open) {
+        for (int i = open.size() - 1; i >= 0; i--) {
+            try {
+                open.get(i).close();
+            } catch (Exception e) {
+                // keep closing the rest: one failed close must not leak the others; but say so
+                System.err.println("jmesh: closing " + open.get(i).getClass().getSimpleName() + " failed: " + e);
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+package io.jmesh.cli.perf;
+
+import io.jmesh.cli.Args;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The options of 'jmesh bw' and 'jmesh lat', named as perftest's where perftest has them, so that the two can be run
+ * side by side with the same arguments.
+ *
+ * @param test        "bw" or "lat"
+ * @param server      the server's address (client mode), or null (server mode)
+ * @param device      the RDMA device to use, or null for the one that shares a subnet with the peer
+ * @param gidIndex    the forced GID index, or -1 for the RoCE v2 GID of each address
+ * @param sizes       message sizes, run in order
+ * @param iterations  measured messages per size (bw) or round trips (lat)
+ * @param warmup      unmeasured messages before each size, -1 for the default
+ * @param qps         connections (one queue pair each on verbs) used in parallel
+ * @param depth       messages in flight per connection
+ * @param duration    seconds per size instead of a count, 0 when counting
+ * @param port        the out-of-band TCP port
+ * @param provider    "rdma", "tcp" or "auto"
+ * @param timeout     how long any single step may take before the run fails
+ * @param gbits       report Gb/s instead of MB/s (perftest's --report_gbits)
+ * @param addresses   the local addresses to use (JMESH_ADDRESSES), or null for the configured ones
+ * @param yield       when a poll finds nothing, give the CPU away (sched_yield) instead of spinning
+ */
+public record PerfOptions(String test, String server, String device, int gidIndex, List<Long> sizes, long iterations,
+                          long warmup, int qps, int depth, int duration, int port, String provider, Duration timeout,
+                          boolean gbits, String addresses, boolean yield) {
+    /** perftest's default port is 18515; one above it lets both run at once. */
+    public static final int DEFAULT_PORT = 18516;
+    /** The transport's limit of requests in flight per connection. */
+    public static final int MAX_DEPTH = 32;
+    public static final long MAX_SIZE = 1L << 30;
+
+    private static final Map<String, String> SHORT = Args.shorts("d", "ib-dev", "x", "gid-index", "s", "size",
+            "n", "iters", "q", "qp", "D", "duration", "p", "port", "t", "tx-depth", "a", "all", "h", "help",
+            "R", "rdma_cm", "F", "CPU-freq");
+    private static final Set<String> VALUES = Set.of("ib-dev", "gid-index", "size", "iters", "qp", "duration", "port",
+            "tx-depth", "provider", "timeout", "warmup", "addresses", "poll");
+    private static final Set<String> FLAGS = Set.of("all", "help", "report_gbits", "report-gbits", "rdma_cm",
+            "CPU-freq");
+
+    /** @return the options, or null when --help was asked for (the usage is printed then) */
+    public static PerfOptions parse(String test, List<String> argv, java.io.PrintStream out) {
+        Args a = Args.parse(argv, SHORT, VALUES, FLAGS);
+        if (a.flag("help")) {
+            usage(test, out);
+            return null;
+        }
+        if (a.flag("rdma_cm")) {
+            throw new IllegalArgumentException("-R/--rdma_cm: jmesh connects with its own handshake, not rdma_cm; "
+                    + "leave the option out");
+        }
+        boolean bw = test.equals("bw");
+        if (a.positional().size() > 1) {
+            throw new IllegalArgumentException("too many arguments " + a.positional() + ": give at most the server's "
+                    + "address (client mode)");
+        }
+        List<Long> sizes;
+        if (a.flag("all")) {
+            sizes = new java.util.ArrayList<>();
+            for (int e = 1; e <= 23; e++) {
+                sizes.add(1L << e);
+            }
+        } else {
+            sizes = a.sizes("size", bw ? 65536 : 2, 1, MAX_SIZE);
+        }
+        int qps = (int) a.integer("qp", 1, 1, 64);
+        if (!bw && qps != 1) {
+            throw new IllegalArgumentException("-q " + qps + ": the latency test uses one connection, as "
+                    + "ib_write_lat does; leave -q out");
+        }
+        int depth = (int) a.integer("tx-depth", bw ? MAX_DEPTH : 1, 1, bw ? MAX_DEPTH : 1);
+        String provider = a.string("provider", "auto").toLowerCase(java.util.Locale.ROOT);
+        if (!Set.of("auto", "rdma", "tcp").contains(provider)) {
+            throw new IllegalArgumentException("--provider " + provider + ": expected rdma, tcp or auto");
+        }
+        return new PerfOptions(test, a.positional().isEmpty() ? null : a.positional().getFirst(),
+                a.string("ib-dev", null), (int) a.integer("gid-index", -1, 0, 65535), List.copyOf(sizes),
+                a.integer("iters", bw ? 5000 : 1000, 1, 100_000_000), a.integer("warmup", -1, 0, 100_000_000), qps,
+                depth, (int) a.integer("duration", 0, 0, 3600), (int) a.integer("port", DEFAULT_PORT, 1, 65535),
+                provider, Duration.ofSeconds(a.integer("timeout", 60, 1, 86_400)),
+                a.flag("report_gbits") || a.flag("report-gbits"), a.string("addresses", null), poll(a));
+    }
+
+    private static boolean poll(Args a) {
+        String p = a.string("poll", "spin");
+        return switch (p) {
+            case "spin" -> false;
+            case "yield" -> true;
+            default -> throw new IllegalArgumentException("--poll " + p + ": expected spin or yield");
+        };
+    }
+
+    /** The configuration overrides these options make. */
+    public Map<String, String> overrides() {
+        Map<String, String> m = io.jmesh.cli.FabricSupport.overrides(provider, gidIndex);
+        if (addresses != null) {
+            m.put(io.jmesh.transport.config.JmeshConfig.ADDRESSES.property(), addresses);
+        }
+        return m;
+    }
+
+    public boolean isServer() {
+        return server == null;
+    }
+
+    public long maxSize() {
+        return sizes.stream().mapToLong(Long::longValue).max().orElse(1);
+    }
+
+    /** Unmeasured messages before a size: given, or 10 % of the iterations (at least two windows) for counted runs. */
+    public long warmupFor() {
+        if (warmup >= 0) {
+            return warmup;
+        }
+        long window = (long) depth * qps * 2;
+        return duration > 0 ? window : Math.max(window, iterations / 10);
+    }
+
+    static void usage(String test, java.io.PrintStream out) {
+        boolean bw = test.equals("bw");
+        out.println("usage: jmesh " + test + " [options]            server: waits for one client");
+        out.println("       jmesh " + test + " [options] SERVER     client: " + (bw ? "sends to" : "ping-pongs with")
+                + " the server at SERVER");
+        out.println();
+        out.println(bw ? "Bandwidth of jmesh isend/irecv, printed in ib_write_bw's columns."
+                : "Latency (half the round trip) of jmesh isend/irecv ping-pong, printed in ib_write_lat's columns.");
+        out.println("The two ends exchange jmesh listen handles over a TCP connection to SERVER:PORT (like perftest),");
+        out.println("then connect over the RDMA link that shares a subnet (or -d DEV).");
+        out.println();
+        out.println("  -d, --ib-dev DEV      RDMA device to use (default: the one on the peer's subnet)");
+        out.println("  -x, --gid-index N     GID index (default: the RoCE v2 GID of each address)");
+        out.println("  -s, --size BYTES      message size, or a list: 4K,64K,1M (default " + (bw ? "65536" : "2") + ")");
+        out.println("  -a, --all             sizes 2 B to 8 MiB in powers of two");
+        out.println("  -n, --iters N         measured " + (bw ? "messages" : "round trips") + " per size (default "
+                + (bw ? "5000" : "1000") + ")");
+        out.println("  -D, --duration SECS   run each size for SECS instead of -n");
+        if (bw) {
+            out.println("  -q, --qp N            connections (queue pairs) used in parallel (default 1)");
+            out.println("  -t, --tx-depth N      messages in flight per connection, 1 to 32 (default 32)");
+        }
+        out.println("      --warmup N        unmeasured " + (bw ? "messages" : "round trips")
+                + " first (default 10 % of -n)");
+        out.println("  -p, --port PORT       out-of-band TCP port (default " + DEFAULT_PORT + ")");
+        out.println("      --provider P      rdma, tcp or auto (default auto: rdma where a usable link exists)");
+        out.println("      --addresses LIST  local addresses with prefixes jmesh may use (JMESH_ADDRESSES), e.g.");
+        out.println("                        127.0.101.1/24 for the TCP provider on loopback");
+        out.println("      --timeout SECS    fail when a step makes no progress for this long (default 60)");
+        out.println("      --poll spin|yield spin (default) or yield the CPU when a poll finds nothing: for hosts where");
+        out.println("                        the RDMA work runs in kernel threads on the same CPU (Soft-RoCE)");
+        if (bw) {
+            out.println("      --report_gbits    report Gb/s instead of MB/s (1 MB = 2^20 bytes, as perftest)");
+        }
+    }
+}

@@ -1,0 +1,141 @@
+package io.jmesh.cli.perf;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * 'jmesh bw' and 'jmesh lat' end to end with the TCP provider on loopback: a server and a client in one JVM, the
+ * perftest columns, the client's lines echoed by the server, and clear failures. Nothing here asserts a speed.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class PerfCommandTest {
+    record Result(int rc, String out, String err) {
+    }
+
+    static Result run(String test, List<String> args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int rc = PerfCommand.run(test, args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Result(rc, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    static List<String> args(int port, String address, String... more) {
+        List<String> a = new ArrayList<>(List.of("--provider", "tcp", "--addresses", address, "-p",
+                Integer.toString(port), "--timeout", "30"));
+        a.addAll(List.of(more));
+        return a;
+    }
+
+    @Test
+    void bandwidthPrintsIbWriteBwColumnsOnBothEnds() throws Exception {
+        int port = freePort();
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("bw",
+                args(port, "127.0.88.1/24")));
+        Result client = run("bw", args(port, "127.0.88.2/24", "-s", "4K,64K", "-n", "300", "-q", "2", "127.0.0.1"));
+        Result srv = server.get(60, TimeUnit.SECONDS);
+        assertEquals(0, client.rc(), client.out() + client.err());
+        assertEquals(0, srv.rc(), srv.out() + srv.err());
+        assertTrue(client.out().contains(PerfReport.BW_COLUMNS_MB), client.out());
+        assertTrue(client.out().contains("Route           : tcp 127.0.88.2/24 -> 127.0.88.1/24"), client.out());
+        assertTrue(client.out().contains("Number of qps   : 2"), client.out());
+        for (String size : List.of("4096", "65536")) {
+            Matcher m = Pattern.compile("(?m)^ " + size + "\\s+(\\d+)\\s+([0-9.]+)\\s+([0-9.]+)\\s+([0-9.]+)$")
+                    .matcher(client.out());
+            assertTrue(m.find(), "no result line for " + size + " in\n" + client.out());
+            assertEquals(300, Integer.parseInt(m.group(1)));
+            double peak = Double.parseDouble(m.group(2));
+            double avg = Double.parseDouble(m.group(3));
+            assertTrue(avg > 0 && peak >= avg, m.group());
+            assertTrue(srv.out().contains(m.group()), "the server prints the client's line too:\n" + srv.out());
+        }
+    }
+
+    @Test
+    void latencyPrintsIbWriteLatColumns() throws Exception {
+        int port = freePort();
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
+                args(port, "127.0.89.1/24")));
+        Result client = run("lat", args(port, "127.0.89.2/24", "-s", "2,4096", "-n", "200", "127.0.0.1"));
+        Result srv = server.get(60, TimeUnit.SECONDS);
+        assertEquals(0, client.rc(), client.out() + client.err());
+        assertEquals(0, srv.rc(), srv.out() + srv.err());
+        assertTrue(client.out().contains(PerfReport.LAT_COLUMNS), client.out());
+        for (String size : List.of("2", "4096")) {
+            Matcher m = Pattern.compile("(?m)^ " + size + "\\s+(\\d+)((\\s+[0-9.]+){7})$").matcher(client.out());
+            assertTrue(m.find(), "no result line for " + size + " in\n" + client.out());
+            assertEquals(200, Integer.parseInt(m.group(1)));
+            String[] v = m.group(2).trim().split("\\s+");
+            double min = Double.parseDouble(v[0]);
+            double max = Double.parseDouble(v[1]);
+            double typical = Double.parseDouble(v[2]);
+            assertTrue(min > 0 && min <= typical && typical <= max, m.group());
+        }
+    }
+
+    @Test
+    void aClientOfTheWrongTestIsToldSoOnBothEnds() throws Exception {
+        int port = freePort();
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
+                args(port, "127.0.90.1/24")));
+        Result client = run("bw", args(port, "127.0.90.2/24", "-n", "10", "127.0.0.1"));
+        Result srv = server.get(60, TimeUnit.SECONDS);
+        assertEquals(1, client.rc());
+        assertTrue(client.err().contains("this server runs 'jmesh lat', not 'bw'"), client.err());
+        assertEquals(1, srv.rc());
+        assertTrue(srv.err().contains("run the same command on both ends"), srv.err());
+    }
+
+    @Test
+    void aClientWithoutServerGivesUpWithTheFix() throws Exception {
+        int port = freePort();
+        Result client = run("bw", List.of("--provider", "tcp", "--addresses", "127.0.91.2/24", "-p",
+                Integer.toString(port), "--timeout", "1", "127.0.0.1"));
+        assertEquals(1, client.rc());
+        assertTrue(client.err().contains("no jmesh server at 127.0.0.1:" + port) && client.err()
+                .contains("start the server side first"), client.err());
+    }
+
+    @Test
+    void optionsArePerftestsAndBadOnesAreRefused() {
+        PerfOptions o = PerfOptions.parse("bw", List.of("-d", "rxe0", "-x", "3", "-s", "64K", "-n", "10", "-q", "4",
+                "-D", "2", "-p", "9999", "host"), System.out);
+        assertEquals("rxe0", o.device());
+        assertEquals(3, o.gidIndex());
+        assertEquals(List.of(65536L), o.sizes());
+        assertEquals(4, o.qps());
+        assertEquals(2, o.duration());
+        assertEquals(9999, o.port());
+        assertEquals("host", o.server());
+        assertEquals(23, PerfOptions.parse("bw", List.of("-a"), System.out).sizes().size());
+        for (List<String> bad : List.of(List.of("-q", "2"), List.of("-s", "0"), List.of("--frob"), List.of("-R"),
+                List.of("a", "b"))) {
+            try {
+                PerfOptions.parse("lat", bad, System.out);
+                throw new AssertionError("accepted " + bad);
+            } catch (IllegalArgumentException expected) {
+                assertTrue(!expected.getMessage().isBlank());
+            }
+        }
+    }
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs inside the testbed guests for scripts/bench-testbed.sh (not by hand).
+#   bench-guest.sh perf ROUNDS   on 'pair': guest b serves, guest a is the client; ib_write_bw, jmesh bw and jmesh
+#                                bw --poll yield for every size, then the same for latency, ROUNDS times (interleaved,
+#                                so all see the same host load); logs in $TESTBED_OUT/perf/
+#   bench-guest.sh jmh           on 'single': the JMH benchmarks with the verbs provider, short settings, -prof gc;
+#                                JSON in $TESTBED_OUT/jmh-bw.json and jmh-lat.json
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+J=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -XX:ErrorFile="$TESTBED_RUN/hs_err_${TESTBED_NAME}_%p.log"
+   -cp "${JMESH_CP:-$ROOT/benchmarks/target/jmesh-benchmarks.jar:$ROOT/benchmarks/target/lib/*}" io.jmesh.cli.Jmesh)
+mode=$1; shift
+
+if [[ $mode == jmh ]]; then
+  common=(-p provider=rdma -f 1 -wi 2 -i 3 -w 1s -r 1s -prof gc -rf json)
+  "${J[@]}" jmh BandwidthBenchmark "${common[@]}" -p size=1024,65536,1048576,16777216 -rff "$TESTBED_OUT/jmh-bw.json" \
+    && "${J[@]}" jmh LatencyBenchmark "${common[@]}" -p size=8,4096,65536 -rff "$TESTBED_OUT/jmh-lat.json"
+  exit $?
+fi
+
+rounds=${1:-3}
+# size:iterations, the same for perftest and jmesh (≈8-100 MB per step at the testbed's 5-20 MB/s)
+SIZES=(4096:1000 65536:500 262144:200 1048576:60)
+LAT_N=1000
+dev=rxe0
+v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}
+v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
+out=$TESTBED_OUT/perf; mkdir -p "$out"
+fail=0
+step=0
+
+# run NAME SECS CMD...: one bounded step; the client side retries perftest until its server listens
+run() {
+  local name=$1 secs=$2; shift 2
+  timeout -k 5 "$secs" "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  [[ $rc == 0 ]] || { echo "bench[$TESTBED_NAME]: FAILED ($rc): $name: $*"; tail -n 20 "$out/$name.log" | sed 's/^/    /'; }
+  return $rc
+}
+
+pair() { # pair NAME TOOL ARGS...: the server on b, the client on a, on a port of its own
+  local name=$1 tool=$2; shift 2
+  local port=$((21000 + step)); step=$((step + 1))
+  if [[ $TESTBED_NAME == b ]]; then
+    if [[ $tool == perftest ]]; then run "$name-server" 300 "$@" -p "$port"
+    else run "$name-server" 300 "${J[@]}" "$@" -p "$port" --timeout 120; fi
+  else
+    if [[ $tool == perftest ]]; then run "$name" 320 testbed-retry 60 timeout --foreground 240 "$@" -p "$port" "$peer"
+    else run "$name" 320 "${J[@]}" "$@" -p "$port" --timeout 120 "$peer"; fi
+  fi
+}
+
+for ((r = 1; r <= rounds; r++)); do
+  for sn in "${SIZES[@]}"; do
+    s=${sn%%:*} n=${sn##*:}
+    pair "r$r-perftest-bw-$s" perftest ib_write_bw -d $dev -x "$gidx" -F -s "$s" -n "$n" || { fail=1; break 2; }
+    pair "r$r-jmesh-bw-$s" jmesh bw -d $dev -x "$gidx" -s "$s" -n "$n" --warmup $((n / 5)) || { fail=1; break 2; }
+    pair "r$r-jmeshyield-bw-$s" jmesh bw -d $dev -x "$gidx" -s "$s" -n "$n" --warmup $((n / 5)) --poll yield \
+      || { fail=1; break 2; }
+  done
+  pair "r$r-perftest-lat-2" perftest ib_write_lat -d $dev -x "$gidx" -F -s 2 -n $LAT_N || { fail=1; break; }
+  pair "r$r-jmesh-lat-2" jmesh lat -d $dev -x "$gidx" -s 2 -n $LAT_N --warmup 200 || { fail=1; break; }
+  pair "r$r-jmeshyield-lat-2" jmesh lat -d $dev -x "$gidx" -s 2 -n $LAT_N --warmup 200 --poll yield || { fail=1; break; }
+  echo "bench[$TESTBED_NAME]: round $r of $rounds done"
+done
+[[ $fail == 0 ]] && { testbed-barrier bench-done 400 || fail=1; }
+exit $fail

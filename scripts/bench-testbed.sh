@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Measurement runs in the Soft-RoCE testbed, by hand (not part of ./test): jmesh against perftest on the same link in
+# the same run, and the JMH benchmarks with the verbs provider. Results go to docs/bench/ (commit them).
+#
+#   scripts/bench-testbed.sh [--rounds N] [--no-perf] [--no-jmh] [--out DIR]
+#
+#   perf: 'pair' topology, guest b serves, guest a is the client. For each round: ib_write_bw, jmesh bw and jmesh bw
+#         --poll yield at 4 KiB, 64 KiB, 256 KiB and 1 MiB (the same -n for all), then the same three for latency at
+#         2 bytes (-n 1000).
+#         Writes DIR/testbed-perf.tsv (every run) and DIR/testbed-perf-summary.txt (medians and ratios).
+#   jmh:  'single' topology (rxe0 talking to itself, one JVM driving both ends), BandwidthBenchmark and
+#         LatencyBenchmark with -p provider=rdma and -prof gc, short settings: -f 1 -wi 2 -i 3 -w 1s -r 1s.
+#         Writes DIR/jmh-bw-rdma-softroce.json and DIR/jmh-lat-rdma-softroce.json.
+#
+# Soft-RoCE under QEMU TCG is 100-1000x slower than real RoCE: only the ratios mean something (docs/testing.md).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+. "$ROOT/scripts/lib.sh"
+cd "$ROOT"
+rounds=3 perf=1 jmh=1 out=$ROOT/docs/bench
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --rounds) rounds=$2; shift ;;
+    --no-perf) perf=0 ;;
+    --no-jmh) jmh=0 ;;
+    --out) out=$2; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) jmesh_die "unknown option '$1' (see --help)" ;;
+  esac
+  shift
+done
+jmesh_find_jdk
+jmesh_say "building (mvn package) ..."
+jmesh_mvn -o package -pl benchmarks -am -DskipTests || jmesh_die "the build failed"
+touch benchmarks/target/.jmesh-built
+mkdir -p "$out" target/bench-runs
+stamp=$(date +%Y%m%d-%H%M%S)
+# a run folder of our own: target/testbed may be a link into another tree, which the guests cannot follow
+runs=$ROOT/target/bench-runs
+# the guests run a snapshot of the jars, so that rebuilding during a long run cannot change them under it
+snap=$runs/$stamp-classpath
+mkdir -p "$snap" && cp benchmarks/target/jmesh-benchmarks.jar "$snap/" && cp -r benchmarks/target/lib "$snap/"
+export JMESH_CP="$snap/jmesh-benchmarks.jar:$snap/lib/*"
+
+if [[ $perf == 1 ]]; then
+  rd=$runs/$stamp-perf
+  testbed/run --out "$rd" -t $((rounds * 900)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP pair -- \
+      bash "$ROOT/scripts/bench-guest.sh" perf "$rounds"
+  rc=$?
+  [[ $rc == 0 ]] || jmesh_say "the perf run failed (exit $rc); what finished is summarised below (logs: $rd)"
+  logs=$rd/a/out/perf
+  tsv=$out/testbed-perf.tsv
+  printf 'round\ttool\ttest\tbytes\titerations\tvalue\tunit\n' > "$tsv"
+  for f in "$logs"/r*-*.log; do
+    [[ -f $f ]] || continue
+    b=$(basename "$f" .log); r=${b%%-*}; r=${r#r}; rest=${b#*-}; tool=${rest%%-*}; rest=${rest#*-}
+    test=${rest%%-*}; size=${rest#*-}
+    if [[ $test == bw ]]; then
+      # ib_write_bw / jmesh bw: #bytes #iterations peak average msgrate -> BW average (MB/s, 2^20)
+      awk -v s="$size" -v r="$r" -v t="$tool" '$1 == s && NF >= 5 { printf "%s\t%s\tbw\t%s\t%s\t%s\tMB/s\n", r, t, $1, $2, $4 }' "$f" | tail -1
+    else
+      # ib_write_lat / jmesh lat: ... t_typical (column 5), half a round trip in usec
+      awk -v s="$size" -v r="$r" -v t="$tool" '$1 == s && NF >= 9 { printf "%s\t%s\tlat\t%s\t%s\t%s\tusec\n", r, t, $1, $2, $5 }' "$f" | tail -1
+    fi
+  done | sort -k3,3 -k4,4n -k1,1n -k2,2 >> "$tsv"
+  {
+    echo "# jmesh vs perftest on the testbed's 'pair' link (rxe0, Soft-RoCE under QEMU TCG), $(date -u +%Y-%m-%dT%H:%MZ)"
+    echo "# $rounds rounds, interleaved; medians over the rounds; ratios only (absolute figures are 100-1000x off real RoCE)"
+    printf '%-5s %10s %12s %12s %8s %14s %8s\n' test bytes perftest jmesh ratio jmesh-yield ratio
+    awk -F'\t' 'NR > 1 { k = $3 "\t" $4; v[k, $2] = v[k, $2] " " $6; keys[k] = 1 }
+      function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) }
+      function ratio(x, p) { return (p > 0 && x != "") ? sprintf("%.2f", x / p) : "-" }
+      END { for (k in keys) { split(k, kk, "\t"); p = median(v[k, "perftest"]); j = median(v[k, "jmesh"]); y = median(v[k, "jmeshyield"])
+              printf "%-5s %10s %12s %12s %8s %14s %8s\n", kk[1], kk[2], p, j, ratio(j, p), y, ratio(y, p) } }' "$tsv" \
+      | sort -k1,1 -k2,2n
+    echo "# bw: MB/s (2^20 B/s, BW average), higher is better, ratio = jmesh / ib_write_bw (target >= 1.00 at >= 64 KiB)"
+    echo "# lat: t_typical usec (half a round trip), lower is better, ratio = jmesh / ib_write_lat (target <= 1.10)"
+    echo "# jmesh-yield: jmesh with --poll yield (gives the CPU to rxe's kernel work when a poll finds nothing)"
+  } > "$out/testbed-perf-summary.txt"
+  cat "$out/testbed-perf-summary.txt"
+fi
+
+if [[ $jmh == 1 ]]; then
+  rd=$runs/$stamp-jmh
+  testbed/run --out "$rd" -m 2048 -t 1800 -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP single -- \
+      bash "$ROOT/scripts/bench-guest.sh" jmh
+  rc=$?
+  for k in bw lat; do
+    if [[ -f $rd/a/out/jmh-$k.json ]]; then
+      cp "$rd/a/out/jmh-$k.json" "$out/jmh-$k-rdma-softroce.json"
+      jmesh_say "wrote $out/jmh-$k-rdma-softroce.json"
+    fi
+  done
+  [[ $rc == 0 ]] || jmesh_say "the JMH run failed (exit $rc; logs: $rd)"
+fi
