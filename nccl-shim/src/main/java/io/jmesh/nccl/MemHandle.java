@@ -7,9 +7,12 @@ final class MemHandle {
     final Registration registration;
     final long base;
     final long length;
+    /** GPU memory (registered by dma-buf or as CUDA memory): received data there needs a flush. */
+    final boolean gpu;
 
-    MemHandle(Registration registration) {
+    MemHandle(Registration registration, boolean gpu) {
         this.registration = registration;
+        this.gpu = gpu;
         this.base = registration.memory().address();
         this.length = registration.memory().byteSize();
     }

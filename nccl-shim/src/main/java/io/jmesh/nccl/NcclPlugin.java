@@ -122,7 +122,9 @@ public final class NcclPlugin {
             slot(props, ShimAbi.P_NAME, deviceNames[dev].address());
             slot(props, ShimAbi.P_PCI_PATH, devicePciPaths[dev].address());
             slot(props, ShimAbi.P_GUID, d.guid());
-            slot(props, ShimAbi.P_PTR_SUPPORT, Nccl.PTR_HOST);
+            // GPU memory only where the NIC can take it by dma-buf (never over TCP, never on Soft-RoCE)
+            slot(props, ShimAbi.P_PTR_SUPPORT, fabricOrFail().supportsDmaBuf(d.name())
+                    ? Nccl.PTR_HOST | Nccl.PTR_CUDA | Nccl.PTR_DMABUF : Nccl.PTR_HOST);
             slot(props, ShimAbi.P_REG_IS_GLOBAL, 1);
             slot(props, ShimAbi.P_FORCE_FLUSH, 0);
             slot(props, ShimAbi.P_SPEED, d.speedMbps() > 0 ? Math.min(Integer.MAX_VALUE, d.speedMbps()) : 10_000);
@@ -321,6 +323,17 @@ public final class NcclPlugin {
         }
     }
 
+    /** Whether any device advertises GPU memory (dma-buf) in its properties. */
+    private boolean gpuCapable() {
+        Fabric f = fabricOrFail();
+        for (NcclDevice d : devices) {
+            if (f.supportsDmaBuf(d.name())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private Fabric fabricOrFail() {
         Fabric f = fabric;
         if (f == null) {
@@ -334,21 +347,32 @@ public final class NcclPlugin {
     public synchronized int regMr(long comm, long data, long size, int type, long offset, int fd, long mhandleOut) {
         try {
             Mem.putLong(mhandleOut, 0);
-            if (type != Nccl.PTR_HOST) {
-                LOG.warn("regMr: memory type {} is not supported: jmesh advertises host memory only (ptrSupport "
-                        + "HOST), so NCCL stages GPU data through host buffers; this is a bug in the caller", type);
-                return Nccl.INVALID_ARGUMENT;
-            }
-            if (fd >= 0) {
-                LOG.warn("regMr: DMA-BUF registration (fd {}) is not supported by the jmesh transport yet", fd);
+            if (type != Nccl.PTR_HOST && type != Nccl.PTR_CUDA) {
+                LOG.warn("regMr: unknown memory type {} (NCCL passes HOST {} or CUDA {})", type, Nccl.PTR_HOST,
+                        Nccl.PTR_CUDA);
                 return Nccl.INVALID_ARGUMENT;
             }
             if (data == 0 || size <= 0) {
                 LOG.warn("regMr: bad range {} +{}", Long.toHexString(data), size);
                 return Nccl.INVALID_ARGUMENT;
             }
-            Registration r = fabricOrFail().register(Mem.segment(data, size));
-            long handle = registrations.add(new MemHandle(r));
+            boolean gpu = type == Nccl.PTR_CUDA;
+            if (gpu && !gpuCapable()) {
+                LOG.warn("regMr: CUDA memory, but no jmesh device can register GPU memory (ptrSupport is HOST): "
+                        + "NCCL should have staged it through host buffers; this is a bug in the caller");
+                return Nccl.INVALID_ARGUMENT;
+            }
+            Registration r;
+            if (gpu && fd >= 0) {
+                r = fabricOrFail().registerDmaBuf(fd, offset, size, data);
+            } else if (fd >= 0) {
+                LOG.warn("regMr: a dma-buf (fd {}) for host memory: NCCL passes dma-bufs only for CUDA memory", fd);
+                return Nccl.INVALID_ARGUMENT;
+            } else {
+                // host memory, or CUDA memory without a dma-buf: ibv_reg_mr, which only nvidia-peermem makes work
+                r = fabricOrFail().register(Mem.segment(data, size));
+            }
+            long handle = registrations.add(new MemHandle(r, gpu));
             Mem.putLong(mhandleOut, handle);
             return Nccl.SUCCESS;
         } catch (Throwable t) {
@@ -445,7 +469,45 @@ public final class NcclPlugin {
     public int iflush(long recvComm, int n, long data, long sizes, long mhandles, long requestOut) {
         try {
             Mem.putLong(requestOut, 0);
-            return Nccl.SUCCESS;
+            Comm c = comms.get(recvComm);
+            if (!(c instanceof RecvComm r)) {
+                return badHandle("iflush", recvComm, 0);
+            }
+            if (n < 1 || n > Nccl.MAX_RECVS) {
+                LOG.warn("iflush: {} buffers, jmesh takes 1 to {}", n, Nccl.MAX_RECVS);
+                return Nccl.INVALID_ARGUMENT;
+            }
+            boolean gpu = false;
+            for (int i = 0; i < n; i++) {
+                long ptr = Mem.getLong(data + 8L * i);
+                long size = Mem.getInt(sizes + 4L * i);
+                MemHandle m = registrations.get(Mem.getLong(mhandles + 8L * i));
+                if (m == null) {
+                    java.util.Arrays.fill(r.registrations, null);
+                    return badHandle("iflush", recvComm, Mem.getLong(mhandles + 8L * i));
+                }
+                long off = m.offsetOf(ptr, size);
+                if (off < 0) {
+                    java.util.Arrays.fill(r.registrations, null);
+                    return badRange("iflush", ptr, size, m);
+                }
+                gpu |= m.gpu;
+                r.registrations[i] = m.registration;
+                r.offsets[i] = off;
+                r.maxSizes[i] = size;
+            }
+            if (!gpu) {
+                // host memory is consistent once test() reported the receive: nothing to flush (a NULL request)
+                java.util.Arrays.fill(r.registrations, null);
+                return Nccl.SUCCESS;
+            }
+            int id = r.iflush(n);
+            if (id >= 0) {
+                Mem.putLong(requestOut, Comm.request(recvComm, id));
+                return Nccl.SUCCESS;
+            }
+            // NCCL reads a NULL flush request as "done", so a flush that cannot start is an error, not a retry
+            return failed("iflush", r, id);
         } catch (Throwable t) {
             return fail("iflush", t, Nccl.INTERNAL_ERROR);
         }

@@ -35,6 +35,19 @@ final class RecvComm extends Comm {
         return id;
     }
 
+    /** Flushes the buffers staged in the arrays (maxSizes holds the received sizes): a request id or a status. */
+    int iflush(int n) {
+        int id = receiver.iflush(n, registrations, offsets, maxSizes);
+        if (id >= 0) {
+            if (id >= counts.length) {
+                counts = java.util.Arrays.copyOf(counts, Math.max(id + 1, counts.length * 2));
+            }
+            counts[id] = 0; // a flush reports no sizes
+        }
+        java.util.Arrays.fill(registrations, 0, n, null);
+        return id;
+    }
+
     @Override
     int test(int id, long sizesAddress) {
         int rc = receiver.test(id);

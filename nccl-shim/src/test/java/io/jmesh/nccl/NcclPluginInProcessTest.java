@@ -86,6 +86,20 @@ class NcclPluginInProcessTest {
             assertEquals(size - 3, got.get(JAVA_INT, 0), "test must report the real received size");
             assertEquals(src.asSlice(0, size - 3).mismatch(dst.asSlice(0, size - 3)), -1L);
 
+            // host memory needs no flush: success with a NULL request, as NCCL reads it ("done")
+            MemorySegment flushSizes = arena.allocate(4, 4);
+            flushSizes.set(JAVA_INT, 0, size - 3);
+            req.set(JAVA_LONG, 0, -1L);
+            assertEquals(0, p.iflush(recvComm, 1, data.address(), flushSizes.address(), mhs.address(), req.address()));
+            assertEquals(0, req.get(JAVA_LONG, 0));
+            flushSizes.set(JAVA_INT, 0, size + 1); // beyond the registration
+            assertEquals(Nccl.INVALID_ARGUMENT, p.iflush(recvComm, 1, data.address(), flushSizes.address(),
+                    mhs.address(), req.address()));
+            // the TCP provider advertises host memory only and refuses CUDA memory
+            MemorySegment props = arena.allocate(512, 8);
+            assertEquals(0, p.getProperties(0, props.address()));
+            assertEquals(Nccl.PTR_HOST, props.get(JAVA_LONG, 8L * ShimAbi.P_PTR_SUPPORT));
+
             for (int i = 0; i < 2000; i++) { // warm up
                 exchange(p, sendComm, recvComm, src, srcMh, 4096, data, sizes, tags, mhs, req, done, got);
             }

@@ -40,6 +40,23 @@ public interface Provider extends AutoCloseable {
 
     Registration register(MemorySegment memory);
 
+    /** Whether {@code device} can register device memory by dma-buf ({@link #registerDmaBuf}); false on TCP. */
+    default boolean supportsDmaBuf(String device) {
+        return false;
+    }
+
+    /**
+     * Registers device memory (a GPU buffer) exported as a dma-buf: bytes [offset, offset + length) of {@code fd},
+     * at virtual address {@code address} in the process. Its {@link Registration#memory()} spans that address but
+     * must not be read by the CPU.
+     *
+     * @throws UnsupportedOperationException when this provider or a device cannot ({@link #supportsDmaBuf})
+     */
+    default Registration registerDmaBuf(int fd, long offset, long length, long address) {
+        throw new UnsupportedOperationException("the " + name() + " provider cannot register GPU memory (dma-buf); "
+                + "stage GPU data through host memory");
+    }
+
     @Override
     void close();
 }

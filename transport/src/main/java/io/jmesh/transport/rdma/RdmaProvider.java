@@ -71,6 +71,7 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
                 }
             });
     private boolean cacheClosed;
+    private final Map<String, Boolean> dmaBufSupport = new java.util.HashMap<>();
     private final int qpsPerConnection;
     private final boolean multiLink;
     private boolean closed;
@@ -282,6 +283,69 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
         } catch (RuntimeException e) {
             deregisterPages(regions);
             throw e;
+        }
+    }
+
+    /**
+     * Probes, once per device, as NCCL does: {@code ibv_reg_dmabuf_mr} with no dma-buf fails with EOPNOTSUPP or
+     * EPROTONOSUPPORT where the device (or kernel) has no dma-buf support, and with another error where it has.
+     */
+    @Override
+    public synchronized boolean supportsDmaBuf(String device) {
+        Boolean known = dmaBufSupport.get(device);
+        if (known == null) {
+            ProtectionDomain pd = domain(device);
+            try {
+                MemoryRegion.dmaBuf(pd, -1, 0, 0, 0, MemoryRegion.defaultAccess()).close();
+                known = true;
+            } catch (VerbsException e) {
+                known = e.errno() != io.jmesh.verbs.Errno.EOPNOTSUPP
+                        && e.errno() != io.jmesh.verbs.Errno.EPROTONOSUPPORT;
+            }
+            dmaBufSupport.put(device, known);
+            LOG.info("{} {} register GPU memory by dma-buf", device, known ? "can" : "cannot");
+        }
+        return known;
+    }
+
+    @Override
+    public io.jmesh.api.Registration registerDmaBuf(int fd, long offset, long length, long address) {
+        for (String d : devices) {
+            if (!supportsDmaBuf(d)) {
+                throw new UnsupportedOperationException(d + " cannot register GPU memory by dma-buf (its driver or "
+                        + "the kernel lacks it: Soft-RoCE never can; a ConnectX NIC needs kernel 5.12+ and the "
+                        + "GPU's dma-buf export): stage GPU data through host memory");
+            }
+        }
+        if (length <= 0 || fd < 0) {
+            throw new IllegalArgumentException("bad dma-buf range: fd " + fd + ", " + length + " bytes");
+        }
+        MemoryRegion[] regions = new MemoryRegion[devices.size()];
+        try {
+            for (int i = 0; i < regions.length; i++) {
+                regions[i] = MemoryRegion.dmaBuf(domain(devices.get(i)), fd, offset, length, address,
+                        MemoryRegion.defaultAccess());
+            }
+        } catch (RuntimeException e) {
+            deregisterPages(regions);
+            throw e;
+        }
+        MemorySegment memory = MemorySegment.ofAddress(address).reinterpret(length);
+        synchronized (this) {
+            if (closed) {
+                deregisterPages(regions);
+                throw new IllegalStateException("the RDMA provider is closed");
+            }
+            RdmaRegistration registration = new RdmaRegistration(memory, regions, r -> {
+                synchronized (this) {
+                    registrations.remove(r);
+                    if (!cacheClosed) {
+                        deregisterPages(regions);
+                    }
+                }
+            });
+            registrations.add(registration);
+            return registration;
         }
     }
 
