@@ -123,7 +123,7 @@ public final class NcclPlugin {
             slot(props, ShimAbi.P_PCI_PATH, devicePciPaths[dev].address());
             slot(props, ShimAbi.P_GUID, d.guid());
             // GPU memory only where the NIC can take it by dma-buf (never over TCP, never on Soft-RoCE)
-            slot(props, ShimAbi.P_PTR_SUPPORT, fabricOrFail().supportsDmaBuf(d.name())
+            slot(props, ShimAbi.P_PTR_SUPPORT, gpuCapable(d)
                     ? Nccl.PTR_HOST | Nccl.PTR_CUDA | Nccl.PTR_DMABUF : Nccl.PTR_HOST);
             slot(props, ShimAbi.P_REG_IS_GLOBAL, 1);
             slot(props, ShimAbi.P_FORCE_FLUSH, 0);
@@ -323,11 +323,16 @@ public final class NcclPlugin {
         }
     }
 
+    /** Whether NCCL's device can take GPU memory: its RDMA device (the name without NCCL's ":port") by dma-buf. */
+    private boolean gpuCapable(NcclDevice d) {
+        return !d.links().isEmpty() && fabricOrFail().supportsDmaBuf(d.links().getFirst().device());
+    }
+
     /** Whether any device advertises GPU memory (dma-buf) in its properties. */
     private boolean gpuCapable() {
         Fabric f = fabricOrFail();
         for (NcclDevice d : devices) {
-            if (f.supportsDmaBuf(d.name())) {
+            if (gpuCapable(d)) {
                 return true;
             }
         }
