@@ -136,7 +136,13 @@ public class BenchChart {
                         + v.get(v.size() / 2)) / 2;
                 points.add(new Point(e.getKey(), median, 0));
             }
-            out.add(new Series(tool.getKey().equals("perftest") ? "ib_write_bw" : "jmesh bw", points));
+            String label = switch (tool.getKey()) {
+                case "perftest" -> "ib_write_bw";
+                case "jmesh" -> "jmesh bw";
+                case "jmeshyield" -> "jmesh bw --poll yield";
+                default -> tool.getKey();
+            };
+            out.add(new Series(label, points));
         }
         return out;
     }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs inside the guests of 'pair' for scripts/bench-probe.sh: one round of 64 KiB bandwidth runs that tell where the
+# gap between jmesh bw and ib_write_bw comes from (pipeline depth, connections, queue pairs, two-sided receive).
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+J=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -XX:ErrorFile="$TESTBED_RUN/hs_err_${TESTBED_NAME}_%p.log"
+   -cp "${JMESH_CP:-$ROOT/benchmarks/target/jmesh-benchmarks.jar:$ROOT/benchmarks/target/lib/*}" io.jmesh.cli.Jmesh)
+dev=rxe0
+v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}
+v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
+out=$TESTBED_OUT/probe; mkdir -p "$out"
+step=0 fail=0
+pair() { # pair NAME ENV TOOL ARGS...
+  local name=$1 env=$2 tool=$3; shift 3
+  local port=$((22000 + step)); step=$((step + 1))
+  if [[ $TESTBED_NAME == b ]]; then
+    if [[ $tool == perftest ]]; then timeout 300 "$@" -p "$port" > "$out/$name-server.log" 2>&1
+    else timeout 300 env $env "${J[@]}" "$@" -p "$port" --timeout 120 > "$out/$name-server.log" 2>&1; fi
+  else
+    if [[ $tool == perftest ]]; then timeout 320 testbed-retry 60 timeout --foreground 240 "$@" -p "$port" "$peer" > "$out/$name.log" 2>&1
+    else timeout 320 env $env "${J[@]}" "$@" -p "$port" --timeout 120 "$peer" > "$out/$name.log" 2>&1; fi
+    echo "probe: $name: $(awk '$1 == 65536 && NF >= 5 { print $4 " MB/s" }' "$out/$name.log" | tail -1)"
+  fi
+}
+B=(-d $dev -x "$gidx" -s 65536 -n 500)
+pair ib_write_bw-t128 "" perftest ib_write_bw "${B[@]}" -F || fail=1
+pair ib_write_bw-t32 "" perftest ib_write_bw "${B[@]}" -F -t 32 || fail=1
+pair ib_send_bw "" perftest ib_send_bw "${B[@]}" -F || fail=1
+pair jmesh-q1 "" jmesh bw "${B[@]}" --warmup 100 || fail=1
+pair jmesh-q4 "" jmesh bw "${B[@]}" --warmup 100 -q 4 || fail=1
+pair jmesh-qps4 "JMESH_QPS_PER_CONNECTION=4" jmesh bw "${B[@]}" --warmup 100 || fail=1
+pair jmesh-t8 "" jmesh bw "${B[@]}" --warmup 100 -t 8 || fail=1
+testbed-barrier probe-done 300 || fail=1
+exit $fail
