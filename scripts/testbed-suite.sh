@@ -54,5 +54,15 @@ else
         testbed_step junit-triangle testbed/junit --retry-infra -e JMESH_QPS_PER_CONNECTION=2 triangle \
             --classpath "$cp"
         testbed_step junit-twins testbed/junit --retry-infra twins --classpath "$cp"
+        # a - b - c with no a-c link: only the test written for it (no route a <-> c, neighbours connect)
+        testbed_step junit-line3 testbed/junit --retry-infra line:3 --classpath "$cp" \
+            -- --select-class io.jmesh.transport.rdma.RdmaLineTest
+    fi
+    # the NCCL plugin over verbs: nccl-net-driver in every guest of pair and triangle (docs/nccl.md)
+    if [ -x nccl-shim/target/nccl-plugin/bin/nccl-net-driver ]; then
+        testbed_step nccl scripts/nccl-testbed.sh pair triangle
+    else
+        echo "testbed: no NCCL plugin layout (nccl-shim/target/nccl-plugin: the Maven build above failed?)"
+        add_counts 0 1 0
     fi
 fi

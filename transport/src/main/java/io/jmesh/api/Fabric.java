@@ -113,6 +113,25 @@ public final class Fabric implements AutoCloseable {
         return provider.register(memory);
     }
 
+    /**
+     * Whether {@code device} (an RDMA device name) can register GPU memory by dma-buf: the NIC reads and writes GPU
+     * memory directly (GPUDirect RDMA). Always false for the TCP provider.
+     */
+    public boolean supportsDmaBuf(String device) {
+        return provider.supportsDmaBuf(device);
+    }
+
+    /**
+     * Registers GPU memory exported as a dma-buf (e.g. {@code cuMemGetHandleForAddressRange}) on every device, for
+     * sending from and receiving into; the CPU must not touch {@link Registration#memory()}. Flush received data
+     * with {@link Receiver#iflush} before a GPU kernel reads it.
+     *
+     * @throws UnsupportedOperationException naming the device when one cannot ({@link #supportsDmaBuf})
+     */
+    public Registration registerDmaBuf(int fd, long offset, long length, long address) {
+        return provider.registerDmaBuf(fd, offset, length, address);
+    }
+
     @Override
     public void close() {
         provider.close();

@@ -8,7 +8,16 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
-/** A transport behind the API: verbs ({@code rdma}) or sockets ({@code tcp}). {@link Fabric} picks one. */
+/**
+ * A transport behind the API: verbs ({@code rdma}) or sockets ({@code tcp}). {@link Fabric} picks one; applications
+ * use the fabric, and only code that adds a transport implements this.
+ *
+ * <pre>{@code
+ * try (Fabric fabric = Fabric.open()) {               // JMESH_PROVIDER=auto|rdma|tcp
+ *     System.out.println(fabric.provider() + " over " + fabric.links());
+ * }
+ * }</pre>
+ */
 public interface Provider extends AutoCloseable {
     /** "rdma" or "tcp". */
     String name();
@@ -30,6 +39,23 @@ public interface Provider extends AutoCloseable {
     Connector connect(ListenHandle peer, String preferredLink) throws NoRouteException;
 
     Registration register(MemorySegment memory);
+
+    /** Whether {@code device} can register device memory by dma-buf ({@link #registerDmaBuf}); false on TCP. */
+    default boolean supportsDmaBuf(String device) {
+        return false;
+    }
+
+    /**
+     * Registers device memory (a GPU buffer) exported as a dma-buf: bytes [offset, offset + length) of {@code fd},
+     * at virtual address {@code address} in the process. Its {@link Registration#memory()} spans that address but
+     * must not be read by the CPU.
+     *
+     * @throws UnsupportedOperationException when this provider or a device cannot ({@link #supportsDmaBuf})
+     */
+    default Registration registerDmaBuf(int fd, long offset, long length, long address) {
+        throw new UnsupportedOperationException("the " + name() + " provider cannot register GPU memory (dma-buf); "
+                + "stage GPU data through host memory");
+    }
 
     @Override
     void close();

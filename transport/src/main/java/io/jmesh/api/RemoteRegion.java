@@ -12,7 +12,8 @@ import java.util.Objects;
  *
  * <p>On verbs the keys are the memory region's rkeys, one per RDMA device of the owning node in that node's device
  * order (a connection uses the key of the device its peer end runs on); on TCP there is one key, a random 64-bit
- * identifier of the registration, and the owner's connection applies writes and serves reads.
+ * identifier of the registration (as two ints, high half first), and the owner's receiver applies writes and serves
+ * reads while its application polls it.
  *
  * <pre>{@code
  * byte[] wire = registration.remote().encode();                   // on the owner; at most 64 + 4 * keys bytes

@@ -7,7 +7,7 @@ package io.jmesh.api;
  *
  * <pre>{@code
  * int req;
- * while ((req = sender.isend(reg, data, 0, data.byteSize(), tag)) == Status.NOT_READY) { }   // waits for the receiver
+ * while ((req = sender.isend(reg, 0, reg.length(), tag)) == Status.NOT_READY) { }   // waits for the receiver
  * while (sender.test(req) == 0) { }
  * }</pre>
  */
@@ -25,8 +25,15 @@ public interface Sender extends AutoCloseable {
     /**
      * One-sided RDMA WRITE: copies bytes [localOffset, localOffset + length) of {@code local} into the peer's
      * registered memory at {@code remoteOffset} of {@code remote} (from the peer's {@link Registration#remote()}),
-     * without the peer posting a receive. The peer learns nothing of it: tell it with a message when it must know.
-     * Writes and sends on one connection complete in the order they were issued.
+     * without the peer posting a receive. The peer learns nothing of it: tell it with a message when it must know
+     * (a send issued after the write is received only once the write is in place; a read sees the writes issued
+     * before it). The write is complete once it is in the peer's memory. TCP reports the requests of a connection
+     * in issue order; verbs may report a write before an earlier send (see docs/api.md).
+     *
+     * <p>Verbs: the peer's NIC applies it. TCP: the peer's {@link Receiver} applies it, and only while the peer's
+     * application polls that receiver ({@link Receiver#test}, {@link Receiver#poll()}, or a {@link Progress} agent
+     * serving it); a region the peer does not know, or a range outside its registration, is refused by the peer:
+     * {@link #test} reports {@link Status#REFUSED}, {@link #failure(int)} says why, and the connection stays up.
      *
      * <pre>{@code
      * int req;
@@ -54,6 +61,14 @@ public interface Sender extends AutoCloseable {
 
     /** Why the connection failed, or null. */
     String error();
+
+    /**
+     * Why request {@code request} failed: for a one-sided operation that {@link #test} reported as {@link
+     * Status#REFUSED}, the peer's reason (until the request id is reused); otherwise {@link #error()}.
+     */
+    default String failure(int request) {
+        return error();
+    }
 
     /** Closes the connection; requests in flight fail. */
     @Override

@@ -26,6 +26,7 @@ public final class Errno {
     public static final int EINVAL = 22;
     public static final int ENOSPC = 28;
     public static final int ENOSYS = 38;
+    public static final int EPROTONOSUPPORT = 93;
     public static final int EOPNOTSUPP = 95;
     public static final int ETIMEDOUT = 110;
 

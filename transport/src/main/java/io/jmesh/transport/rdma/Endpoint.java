@@ -10,6 +10,7 @@ import io.jmesh.transport.verbs.QueuePair;
 import io.jmesh.transport.verbs.Wr;
 import io.jmesh.verbs.DataPath;
 import io.jmesh.verbs.VerbsException;
+import io.jmesh.verbs.ffi.verbs_h;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -23,6 +24,10 @@ final class Endpoint implements AutoCloseable {
     static final int WC_BATCH = 16;
     /** Work requests built per post_send call; the provider copies them, so the scratch is reused at once. */
     static final int SCRATCH_WRS = 64;
+    /** wr_id of a liveness probe (see {@link #idle}); no data or clear-to-send request uses it. */
+    static final long PROBE_WR = 0x7fff_fffeL;
+    /** Empty polls between two looks at the clock in {@link #idle}, so waiting stays cheap. */
+    private static final int IDLE_POLLS_PER_CHECK = 256;
 
     final DeviceContext device;
     final DataPath ops;
@@ -42,6 +47,12 @@ final class Endpoint implements AutoCloseable {
     final int sendDepth;
     /** The device's index in the provider, which picks a registration's keys for this device. */
     final int deviceIndex;
+    /** One RC ACK timeout (4.096 us * 2^timeout): how often a waiting side probes its peer. */
+    private final long probeIntervalNanos;
+    private final MemorySegment probeWr;
+    private int idlePolls;
+    private long lastProbe = System.nanoTime();
+    private boolean probeInFlight;
     private final Arena arena;
     private boolean closed;
 
@@ -54,6 +65,7 @@ final class Endpoint implements AutoCloseable {
         this.gidIndex = gidIndex;
         this.gid = gid.clone();
         this.sendDepth = options.maxSendWr();
+        this.probeIntervalNanos = 4096L << options.timeout();
         Arena a = Arena.ofShared();
         CompletionQueue c = null;
         QueuePair q = null;
@@ -74,6 +86,7 @@ final class Endpoint implements AutoCloseable {
             this.scratchWrs = a.allocate(Wr.SEND_SIZE * SCRATCH_WRS, 8);
             this.scratchSges = a.allocate(Wr.SGE_SIZE * SCRATCH_WRS, 8);
             this.recvWr = a.allocate(Wr.RECV_SIZE, 8);
+            this.probeWr = a.allocate(Wr.SEND_SIZE, 8);
             for (int i = 0; i < SCRATCH_WRS; i++) {
                 wr[i] = scratchWrs.asSlice(i * Wr.SEND_SIZE, Wr.SEND_SIZE);
                 sge[i] = scratchSges.asSlice(i * Wr.SGE_SIZE, Wr.SGE_SIZE);
@@ -97,6 +110,43 @@ final class Endpoint implements AutoCloseable {
     void connect(QpEndpoint remote) {
         qp.toRtr(port, gidIndex, remote);
         qp.toRts();
+    }
+
+    /**
+     * Called after a poll that found nothing while a caller waits. A side that only waits (a receiver with receives
+     * posted, a sender waiting for a clear-to-send) has nothing in flight, so a peer that died or closed would never
+     * show as a failed completion and the caller would wait forever. So once per ACK timeout a waiting side posts a
+     * signalled zero-length RDMA write (no bytes land; address and key are the peer's control region's): a live peer
+     * acknowledges it in hardware, a gone one makes it fail after the configured retries, and that failed completion
+     * fails the connection.
+     *
+     * @return 1 when a probe was posted (it takes a send-queue entry until its completion, see {@link #probeDone}),
+     *         0 when none was due, or the negative errno of {@code ibv_post_send}
+     */
+    int idle(long remoteAddr, int rkey) {
+        if (++idlePolls < IDLE_POLLS_PER_CHECK) {
+            return 0;
+        }
+        idlePolls = 0;
+        long now = System.nanoTime();
+        if (probeInFlight || now - lastProbe < probeIntervalNanos) {
+            return 0;
+        }
+        lastProbe = now;
+        Wr.send(probeWr, PROBE_WR, MemorySegment.NULL, MemorySegment.NULL, 0, verbs_h.IBV_WR_RDMA_WRITE(),
+                verbs_h.IBV_SEND_SIGNALED(), 0, remoteAddr, rkey);
+        int rc = ops.postSend(qp.handle(), probeWr, badWr);
+        if (rc != 0) {
+            return -rc;
+        }
+        probeInFlight = true;
+        return 1;
+    }
+
+    /** The probe's successful completion: the peer is alive; the next one is due an ACK timeout from now. */
+    void probeDone() {
+        probeInFlight = false;
+        lastProbe = System.nanoTime();
     }
 
     private static void closeQuietly(QueuePair q, MemoryRegion m, CompletionQueue c, Arena a) {

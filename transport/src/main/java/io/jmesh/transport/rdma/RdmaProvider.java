@@ -10,7 +10,9 @@ import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.verbs.DeviceContext;
 import io.jmesh.transport.verbs.ProtectionDomain;
+import io.jmesh.transport.verbs.MemoryRegion;
 import io.jmesh.transport.verbs.QpOptions;
+import io.jmesh.transport.verbs.RegistrationCache;
 import io.jmesh.verbs.Verbs;
 import io.jmesh.verbs.VerbsException;
 import io.jmesh.verbs.VerbsUnavailableException;
@@ -42,6 +44,8 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  */
 public final class RdmaProvider implements io.jmesh.api.Provider {
     private static final Logger LOG = LogManager.getLogger(RdmaProvider.class);
+    /** Registrations cover whole pages of this size. */
+    private static final long PAGE = 4096;
 
     private final Verbs verbs;
     private final List<LocalLink> links;
@@ -54,6 +58,20 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
     private final java.util.Set<AutoCloseable> connections = new java.util.LinkedHashSet<>();
     /** Open registrations, deregistered after the connections and before the protection domains. */
     private final java.util.Set<AutoCloseable> registrations = new java.util.LinkedHashSet<>();
+    private final RegistrationCache<MemoryRegion[]> cache = new RegistrationCache<>(PAGE,
+            new RegistrationCache.Registrar<>() {
+                @Override
+                public MemoryRegion[] register(long pageStart, long pageLength) {
+                    return registerPages(pageStart, pageLength);
+                }
+
+                @Override
+                public void deregister(MemoryRegion[] regions) {
+                    deregisterPages(regions);
+                }
+            });
+    private boolean cacheClosed;
+    private final Map<String, Boolean> dmaBufSupport = new java.util.HashMap<>();
     private final int qpsPerConnection;
     private final boolean multiLink;
     private boolean closed;
@@ -221,34 +239,132 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
     }
 
     /**
-     * Registers memory on every device for sending from, receiving into, and one-sided access. The caller owns the
-     * registration and closes it after the connections that use it.
+     * Registers memory on every device for sending from, receiving into, and one-sided access. Registrations go
+     * through a cache keyed by page range: memory inside pages already registered (NCCL registers the same buffers
+     * again and again) shares their memory regions, reference-counted. The caller owns the registration and closes
+     * it after the connections that use it.
+     *
+     * @throws IllegalArgumentException for memory that is not native (verbs can only register native memory)
      */
     @Override
     public io.jmesh.api.Registration register(MemorySegment memory) {
-        io.jmesh.transport.verbs.MemoryRegion[] regions = new io.jmesh.transport.verbs.MemoryRegion[devices.size()];
+        if (!memory.isNative()) {
+            throw new IllegalArgumentException("verbs can only register native memory, not " + memory
+                    + ": allocate it with an Arena (e.g. Arena.ofShared().allocate(size, 4096))");
+        }
+        RegistrationCache.Registration<MemoryRegion[]> entry;
+        synchronized (this) {
+            if (closed) {
+                throw new IllegalStateException("the RDMA provider is closed");
+            }
+            entry = cache.acquire(memory.address(), memory.byteSize());
+            RdmaRegistration registration = new RdmaRegistration(memory, entry.region(), r -> release(r, entry));
+            registrations.add(registration);
+            return registration;
+        }
+    }
+
+    private synchronized void release(AutoCloseable registration, RegistrationCache.Registration<MemoryRegion[]> e) {
+        registrations.remove(registration);
+        if (!cacheClosed) {
+            cache.release(e);
+        }
+    }
+
+    /** Registers [start, start + length) on every device: one memory region each, all or none. */
+    private MemoryRegion[] registerPages(long start, long length) {
+        MemorySegment pages = MemorySegment.ofAddress(start).reinterpret(length);
+        MemoryRegion[] regions = new MemoryRegion[devices.size()];
         try {
             for (int i = 0; i < regions.length; i++) {
-                regions[i] = new io.jmesh.transport.verbs.MemoryRegion(domain(devices.get(i)), memory,
-                        io.jmesh.transport.verbs.MemoryRegion.defaultAccess());
+                regions[i] = new MemoryRegion(domain(devices.get(i)), pages, MemoryRegion.defaultAccess());
             }
+            return regions;
         } catch (RuntimeException e) {
-            for (io.jmesh.transport.verbs.MemoryRegion r : regions) {
-                if (r != null) {
-                    r.close();
-                }
-            }
+            deregisterPages(regions);
             throw e;
         }
-        RdmaRegistration registration = new RdmaRegistration(memory, regions, this::forget);
-        synchronized (this) {
-            if (!closed) {
-                registrations.add(registration);
-                return registration;
+    }
+
+    /**
+     * Probes, once per device, as NCCL does: {@code ibv_reg_dmabuf_mr} with no dma-buf fails with EOPNOTSUPP or
+     * EPROTONOSUPPORT where the device (or kernel) has no dma-buf support, and with another error where it has.
+     */
+    @Override
+    public synchronized boolean supportsDmaBuf(String device) {
+        Boolean known = dmaBufSupport.get(device);
+        if (known == null) {
+            ProtectionDomain pd = domain(device);
+            try {
+                MemoryRegion.dmaBuf(pd, -1, 0, 0, 0, MemoryRegion.defaultAccess()).close();
+                known = true;
+            } catch (VerbsException e) {
+                known = e.errno() != io.jmesh.verbs.Errno.EOPNOTSUPP
+                        && e.errno() != io.jmesh.verbs.Errno.EPROTONOSUPPORT;
+            }
+            dmaBufSupport.put(device, known);
+            LOG.info("{} {} register GPU memory by dma-buf", device, known ? "can" : "cannot");
+        }
+        return known;
+    }
+
+    @Override
+    public io.jmesh.api.Registration registerDmaBuf(int fd, long offset, long length, long address) {
+        for (String d : devices) {
+            if (!supportsDmaBuf(d)) {
+                throw new UnsupportedOperationException(d + " cannot register GPU memory by dma-buf (its driver or "
+                        + "the kernel lacks it: Soft-RoCE never can; a ConnectX NIC needs kernel 5.12+ and the "
+                        + "GPU's dma-buf export): stage GPU data through host memory");
             }
         }
-        registration.close();
-        throw new IllegalStateException("the RDMA provider is closed");
+        if (length <= 0 || fd < 0) {
+            throw new IllegalArgumentException("bad dma-buf range: fd " + fd + ", " + length + " bytes");
+        }
+        MemoryRegion[] regions = new MemoryRegion[devices.size()];
+        try {
+            for (int i = 0; i < regions.length; i++) {
+                regions[i] = MemoryRegion.dmaBuf(domain(devices.get(i)), fd, offset, length, address,
+                        MemoryRegion.defaultAccess());
+            }
+        } catch (RuntimeException e) {
+            deregisterPages(regions);
+            throw e;
+        }
+        MemorySegment memory = MemorySegment.ofAddress(address).reinterpret(length);
+        synchronized (this) {
+            if (closed) {
+                deregisterPages(regions);
+                throw new IllegalStateException("the RDMA provider is closed");
+            }
+            RdmaRegistration registration = new RdmaRegistration(memory, regions, r -> {
+                synchronized (this) {
+                    registrations.remove(r);
+                    if (!cacheClosed) {
+                        deregisterPages(regions);
+                    }
+                }
+            });
+            registrations.add(registration);
+            return registration;
+        }
+    }
+
+    private static void deregisterPages(MemoryRegion[] regions) {
+        RuntimeException first = null;
+        for (MemoryRegion r : regions) {
+            if (r != null) {
+                try {
+                    r.close();
+                } catch (RuntimeException e) {
+                    if (first == null) {
+                        first = e;
+                    }
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
     }
 
     /** Listens on every usable link; the handle carries all their addresses. */
@@ -293,7 +409,6 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
         connections.clear();
         all.addAll(owned);
         all.addAll(registrations);
-        registrations.clear();
         for (AutoCloseable c : all) {
             try {
                 c.close();
@@ -304,6 +419,16 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
                 }
             }
         }
+        registrations.clear();
+        try {
+            cache.close();
+        } catch (RuntimeException e) {
+            LOG.warn("{}", e.getMessage());
+            if (first == null) {
+                first = e;
+            }
+        }
+        cacheClosed = true;
         for (ProtectionDomain pd : domains.values()) {
             try {
                 pd.close();

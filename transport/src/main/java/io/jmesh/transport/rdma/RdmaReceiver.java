@@ -324,14 +324,22 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
             fail("ibv_poll_cq on " + r.device.name() + " failed: " + n);
             return false;
         }
+        if (n == 0 && r == ep) {
+            probeIfIdle();
+        }
         for (int i = 0; i < n; i++) {
             int status = Wr.wcStatus(r.wcs, i);
             long wrId = Wr.wcWrId(r.wcs, i);
             if (status != wcSuccess) {
-                fail(((wrId & CTS_WR) != 0 ? "a clear-to-send write on " : "a receive on ") + r.device.name()
+                fail((wrId == Endpoint.PROBE_WR ? "the peer stopped answering: a liveness probe on "
+                        : (wrId & CTS_WR) != 0 ? "a clear-to-send write on " : "a receive on ") + r.device.name()
                         + " failed: " + r.device.verbs().wcStatusString(status)
                         + " (the peer died, closed, or is unreachable)");
                 return false;
+            }
+            if (wrId == Endpoint.PROBE_WR) {
+                r.probeDone();
+                continue;
             }
             if ((wrId & CTS_WR) != 0 || Wr.wcOpcode(r.wcs, i) != opRecvImm) {
                 continue;
@@ -373,6 +381,18 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
             }
             flushComplete[k] = true;
             flushOutstanding -= flushWrs[k];
+        }
+    }
+
+    /**
+     * Lets rail 0 probe the sender while nothing completes (see {@link Endpoint#idle}): a receiver with receives
+     * posted has nothing in flight, so only a probe can show that the sender died or closed. The probe's send-queue
+     * entry needs no accounting: at most one is in flight next to at most MAX_REQUESTS clear-to-sends.
+     */
+    private void probeIfIdle() {
+        int p = ep.idle(peerFifoAddress, peerFifoRkey);
+        if (p < 0) {
+            fail("ibv_post_send (liveness probe) on " + ep.device.name() + " failed: " + Errno.describe(-p));
         }
     }
 

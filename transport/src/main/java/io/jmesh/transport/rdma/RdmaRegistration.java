@@ -5,7 +5,10 @@ import io.jmesh.transport.verbs.MemoryRegion;
 
 import java.lang.foreign.MemorySegment;
 
-/** Memory registered on every device of the provider: one memory region per device, indexed like the provider's. */
+/**
+ * Memory registered on every device of the provider: one memory region per device, indexed like the provider's,
+ * shared through the provider's registration cache with other registrations of the same pages.
+ */
 final class RdmaRegistration implements Registration {
     private final MemorySegment memory;
     private final MemoryRegion[] regions;
@@ -49,6 +52,7 @@ final class RdmaRegistration implements Registration {
         return new io.jmesh.api.RemoteRegion("rdma", address, length, keys);
     }
 
+    /** Releases this use of the memory regions (the provider's cache deregisters them with their last user). */
     @Override
     public void close() {
         if (closed) {
@@ -56,18 +60,5 @@ final class RdmaRegistration implements Registration {
         }
         closed = true;
         onClose.accept(this);
-        RuntimeException first = null;
-        for (MemoryRegion r : regions) {
-            try {
-                r.close();
-            } catch (RuntimeException e) {
-                if (first == null) {
-                    first = e;
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
     }
 }

@@ -175,7 +175,7 @@ public final class RdmaSender implements io.jmesh.api.Sender {
         long seq = head + 1;
         long e0 = Cts.entry(slot, 0);
         if (Cts.seq(fifo, e0) != seq) {
-            return Status.NOT_READY;
+            return waitForCts();
         }
         int n = Cts.nreqs(fifo, e0);
         if (n < 1 || n > Cts.MAX_RECVS) {
@@ -185,14 +185,14 @@ public final class RdmaSender implements io.jmesh.api.Sender {
         for (int i = 0; i < n; i++) {
             long e = Cts.entry(slot, i);
             if (Cts.seq(fifo, e) != seq) {
-                return Status.NOT_READY;
+                return waitForCts();
             }
             if (match < 0 && (matched[slot] & (1 << i)) == 0 && Cts.tag(fifo, e) == tag) {
                 match = i;
             }
         }
         if (match < 0) {
-            return Status.NOT_READY;
+            return waitForCts();
         }
         if (length > Cts.size(fifo, Cts.entry(slot, match))) {
             return Status.TRUNCATED;
@@ -201,6 +201,15 @@ public final class RdmaSender implements io.jmesh.api.Sender {
         size[k] = length;
         nreqs[slot] = n;
         return k;
+    }
+
+    /**
+     * The answer while no clear-to-send matches yet: polls, so that a waiting sender runs its liveness probe and
+     * notices a receiver that died or closed (see {@link Endpoint#idle}).
+     */
+    private int waitForCts() {
+        progress();
+        return error != null ? Status.FAILED : Status.NOT_READY;
     }
 
     /** Takes the matched entry k (its address and keys are set), and posts the slot once all its entries are. */
@@ -503,16 +512,25 @@ public final class RdmaSender implements io.jmesh.api.Sender {
                 fail("ibv_poll_cq on " + r.device.name() + " failed: " + n);
                 return;
             }
+            if (n == 0 && rail == 0) {
+                probeIfIdle();
+            }
             for (int i = 0; i < n; i++) {
                 int status = Wr.wcStatus(r.wcs, i);
                 long wrId = Wr.wcWrId(r.wcs, i);
                 if (status != wcSuccess) {
-                    fail(((wrId & ONE_SIDED_WR) != 0 ? "a one-sided operation on " : "a send on ")
+                    fail((wrId == Endpoint.PROBE_WR ? "the peer stopped answering: a liveness probe on "
+                            : (wrId & ONE_SIDED_WR) != 0 ? "a one-sided operation on " : "a send on ")
                             + r.device.name() + " failed: " + r.device.verbs().wcStatusString(status)
                             + ((wrId & ONE_SIDED_WR) != 0 ? " (a remote region that is closed or was never "
                             + "registered there gives REM_ACCESS_ERR; otherwise " : " (")
                             + "the peer died, closed, or is unreachable)");
                     return;
+                }
+                if (wrId == Endpoint.PROBE_WR) {
+                    r.probeDone();
+                    outstandingWrs[0]--;
+                    continue;
                 }
                 if ((wrId & ONE_SIDED_WR) != 0) {
                     int k = (int) wrId & (ONE_SIDED_SLOTS - 1);
@@ -530,6 +548,19 @@ public final class RdmaSender implements io.jmesh.api.Sender {
             }
         }
         drainPosts();
+    }
+
+    /** Lets rail 0 probe the peer while nothing completes; the probe holds a send-queue entry meanwhile. */
+    private void probeIfIdle() {
+        if (outstandingWrs[0] >= ep.sendDepth) {
+            return;      // the queue is full of writes: their completions (or failures) will come
+        }
+        int p = ep.idle(peerSizesAddress, peerSizesRkey);
+        if (p > 0) {
+            outstandingWrs[0]++;
+        } else if (p < 0) {
+            fail("ibv_post_send (liveness probe) on " + ep.device.name() + " failed: " + Errno.describe(-p));
+        }
     }
 
     private int fail(String why) {

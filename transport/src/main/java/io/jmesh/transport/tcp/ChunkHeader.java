@@ -15,7 +15,9 @@ import java.nio.ByteBuffer;
  *   8 u64 total     the message's size, at most the posted buffer's size
  *  16 u64 offset    where this chunk goes in the buffer, offset + length <= total
  *  24 u32 length    the chunk's payload bytes, 0..{@value #MAX_CHUNK} (0 only when total is 0)
- *  28 u32 reserved  0
+ *  28 u32 ops       one-sided operations the sender issued before this message ({@link OpFrame}, mod 2^32): the
+ *                   receive completes only once the receiver has applied that many, so a write followed by a send
+ *                   is in place when the send's receive completes, as on a verbs queue pair
  *  32 payload
  * </pre>
  */
@@ -32,7 +34,7 @@ final class ChunkHeader {
     static final int TOTAL_OFFSET = 8;
     static final int OFFSET_OFFSET = 16;
     static final int LENGTH_OFFSET = 24;
-    static final int RESERVED2_OFFSET = 28;
+    static final int OPS_OFFSET = 28;
     static final int BYTES = 32;
 
     private ChunkHeader() {
@@ -40,6 +42,10 @@ final class ChunkHeader {
 
     /** Fills {@code h} (capacity {@value #BYTES}) and makes it ready to write. */
     static void write(ByteBuffer h, int index, int seq, long total, long offset, int length) {
+        write(h, index, seq, total, offset, length, 0);
+    }
+
+    static void write(ByteBuffer h, int index, int seq, long total, long offset, int length, int ops) {
         h.put(TYPE_OFFSET, TYPE);
         h.put(INDEX_OFFSET, (byte) index);
         h.putShort(RESERVED_OFFSET, (short) 0);
@@ -47,7 +53,7 @@ final class ChunkHeader {
         h.putLong(TOTAL_OFFSET, total);
         h.putLong(OFFSET_OFFSET, offset);
         h.putInt(LENGTH_OFFSET, length);
-        h.putInt(RESERVED2_OFFSET, 0);
+        h.putInt(OPS_OFFSET, ops);
         h.clear();
     }
 
@@ -67,6 +73,10 @@ final class ChunkHeader {
         return h.getLong(OFFSET_OFFSET);
     }
 
+    static int ops(ByteBuffer h) {
+        return h.getInt(OPS_OFFSET);
+    }
+
     /** The length as sent: a negative value means more than 2^31 - 1 and is rejected by {@link #check}. */
     static int length(ByteBuffer h) {
         return h.getInt(LENGTH_OFFSET);
@@ -80,7 +90,7 @@ final class ChunkHeader {
         if (h.get(TYPE_OFFSET) != TYPE) {
             return "expected a data chunk, got type 0x" + Integer.toHexString(h.get(TYPE_OFFSET) & 0xff);
         }
-        if (h.getShort(RESERVED_OFFSET) != 0 || h.getInt(RESERVED2_OFFSET) != 0) {
+        if (h.getShort(RESERVED_OFFSET) != 0) {
             return "a data chunk with non-zero reserved bytes";
         }
         long total = total(h);

@@ -28,7 +28,8 @@ import java.util.Set;
  * the verbs provider: unidirectional connections (connect gives a {@link TcpSender}, accept a {@link TcpReceiver}),
  * receiver-driven flow control with grouped, tagged receives, and up to 32 requests in flight. Each connection runs
  * over the one local link that shares a subnet with the peer, with {@code JMESH_TCP_SOCKETS} data sockets bound to
- * that link's address.
+ * that link's address. One-sided writes and reads name a registration by its random id ({@link TcpRegistry}); the
+ * owner's {@link TcpReceiver} applies and serves them while its application polls it, where verbs has the NIC do it.
  *
  * <pre>{@code
  * try (TcpProvider tcp = TcpProvider.open(JmeshConfig.fromEnvironment())) {
@@ -48,6 +49,7 @@ public final class TcpProvider implements Provider {
     private final Duration handshakeTimeout;
     private final HandshakeAgent agent;
     private final Set<AutoCloseable> owned = new LinkedHashSet<>();
+    private final TcpRegistry registry = new TcpRegistry();
     private boolean closed;
 
     TcpProvider(List<LocalLink> links, int sockets, Duration handshakeTimeout, HandshakeAgent agent) {
@@ -150,7 +152,8 @@ public final class TcpProvider implements Provider {
     }
 
     /**
-     * Wraps memory for sending from and receiving into. Native memory is used as is; a heap segment goes through the
+     * Wraps memory for sending from, receiving into, and one-sided access by peers (it gets a random id, see {@link
+     * TcpRegistration#remote()}). Native memory is used as is; a heap segment goes through the
      * JDK's temporary direct buffers.
      *
      * @throws IllegalArgumentException when the segment cannot be viewed as a ByteBuffer
@@ -158,7 +161,12 @@ public final class TcpProvider implements Provider {
     @Override
     public Registration register(MemorySegment memory) {
         Objects.requireNonNull(memory, "memory");
-        return new TcpRegistration(memory);
+        return new TcpRegistration(memory, registry);
+    }
+
+    /** This provider's open registrations by id, for one-sided requests from peers. */
+    TcpRegistry registry() {
+        return registry;
     }
 
     private synchronized void checkOpen() {

@@ -1,6 +1,7 @@
 package io.jmesh.transport.tcp;
 
 import io.jmesh.api.Registration;
+import io.jmesh.api.RemoteRegion;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -13,6 +14,10 @@ import java.nio.ByteBuffer;
  *
  * <p>The views' position and limit are never used here; each data socket works on its own duplicates ({@link
  * ViewCache}).
+ *
+ * <p>A registration made by a provider also has a random 64-bit id, its entry in the provider's {@link TcpRegistry}:
+ * {@link #remote()} hands it out (as the region's two keys), and peers name it in one-sided requests. {@link #close()}
+ * removes it, so later requests naming it are refused.
  */
 public final class TcpRegistration implements Registration {
     static final int WINDOW_SHIFT = 30;
@@ -21,13 +26,21 @@ public final class TcpRegistration implements Registration {
     private final MemorySegment memory;
     final long length;
     private final ByteBuffer[] windows;
+    private final TcpRegistry registry;
+    /** The id peers name this registration by; 0 when it is not in a registry (not reachable one-sided). */
+    final long id;
     private volatile boolean closed;
+
+    /** A registration that is in no registry (tests of the two-sided data path). */
+    TcpRegistration(MemorySegment memory) {
+        this(memory, null);
+    }
 
     /**
      * @throws IllegalArgumentException when the segment cannot be viewed as a ByteBuffer (a heap segment over an
      *                                  array other than byte[])
      */
-    TcpRegistration(MemorySegment memory) {
+    TcpRegistration(MemorySegment memory, TcpRegistry registry) {
         this.memory = memory;
         this.length = memory.byteSize();
         try {
@@ -45,6 +58,8 @@ public final class TcpRegistration implements Registration {
             throw new IllegalArgumentException("the TCP provider cannot send from or receive into " + memory + ": "
                     + e.getMessage() + "; use native memory (Arena.allocate) or a byte[] segment", e);
         }
+        this.registry = registry;
+        this.id = registry == null ? 0 : registry.add(this);
     }
 
     @Override
@@ -80,15 +95,46 @@ public final class TcpRegistration implements Registration {
         return windows[k];
     }
 
-    @Override
-    public io.jmesh.api.RemoteRegion remote() {
-        throw new UnsupportedOperationException("one-sided operations over the TCP provider are not implemented yet");
+    boolean closed() {
+        return closed;
     }
 
-    /** Later sends and receives naming this registration fail with BAD_ARGUMENT; the memory stays the caller's. */
+    /**
+     * The descriptor peers pass to {@link io.jmesh.api.Sender#write} and {@link io.jmesh.api.Sender#read}: provider
+     * "tcp", this memory's address and length, and the registration's id as two keys (high half first). Over TCP the
+     * owner's receiver applies those operations while its application polls it (see {@link TcpReceiver}).
+     *
+     * @throws IllegalStateException when the registration is closed, or was not made by a provider
+     */
+    @Override
+    public RemoteRegion remote() {
+        if (closed) {
+            throw new IllegalStateException("the registration is closed; register the memory again to share it");
+        }
+        if (id == 0) {
+            throw new IllegalStateException("this registration was not made by a TCP provider (register memory with "
+                    + "Fabric.register) and cannot be reached by peers");
+        }
+        return new RemoteRegion("tcp", memory.address(), length, new int[] {(int) (id >>> 32), (int) id});
+    }
+
+    /** The registration id a TCP region names (its two keys), or 0 when it has not exactly two. */
+    static long idOf(RemoteRegion region) {
+        return region.keyCount() != 2 ? 0 : ((long) region.key(0) << 32) | (region.key(1) & 0xFFFF_FFFFL);
+    }
+
+    /**
+     * Later sends and receives naming this registration fail with BAD_ARGUMENT, and peers' one-sided operations on
+     * it are refused; the memory stays the caller's.
+     */
     @Override
     public void close() {
-        closed = true;
+        if (!closed) {
+            closed = true;
+            if (registry != null) {
+                registry.remove(id);
+            }
+        }
     }
 
     @Override

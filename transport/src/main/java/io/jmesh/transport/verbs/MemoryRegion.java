@@ -26,12 +26,28 @@ public final class MemoryRegion implements AutoCloseable {
     private boolean closed;
 
     public MemoryRegion(ProtectionDomain pd, MemorySegment memory, int access) {
+        this(pd, pd.device().verbs().regMr(pd.handle(), memory, memory.byteSize(), access), memory.address(),
+                memory.byteSize());
+    }
+
+    private MemoryRegion(ProtectionDomain pd, MemorySegment mr, long address, long length) {
         this.pd = pd;
-        this.mr = pd.device().verbs().regMr(pd.handle(), memory, memory.byteSize(), access);
-        this.address = memory.address();
-        this.length = memory.byteSize();
+        this.mr = mr;
+        this.address = address;
+        this.length = length;
         this.lkey = ibv_mr.lkey(mr);
         this.rkey = ibv_mr.rkey(mr);
+    }
+
+    /**
+     * Registers device memory exported as a dma-buf (GPU memory, {@code ibv_reg_dmabuf_mr}): bytes [offset, offset +
+     * length) of the dma-buf {@code fd}, addressed by the NIC as [iova, iova + length).
+     *
+     * @throws io.jmesh.verbs.VerbsException naming the device and errno (EOPNOTSUPP: the device cannot)
+     */
+    public static MemoryRegion dmaBuf(ProtectionDomain pd, int fd, long offset, long length, long iova, int access) {
+        MemorySegment mr = pd.device().verbs().regDmabufMr(pd.handle(), offset, length, iova, fd, access);
+        return new MemoryRegion(pd, mr, iova, length);
     }
 
     public long address() {

@@ -413,6 +413,23 @@ class RdmaMeshTest {
         }
     }
 
+    /**
+     * GPU memory: the dma-buf probe runs against the real rxe driver, which has no dma-buf support: the provider
+     * reports that, and a registration attempt fails with the reason and the fix instead of a bare errno.
+     */
+    @Test
+    @Order(5)
+    void softRoceReportsNoDmaBufSupportAndSaysWhat() {
+        TestbedEnv.require();
+        for (String d : TestbedEnv.devices()) {
+            org.junit.jupiter.api.Assertions.assertFalse(provider.supportsDmaBuf(d), d);
+        }
+        UnsupportedOperationException e = org.junit.jupiter.api.Assertions.assertThrows(
+                UnsupportedOperationException.class, () -> provider.registerDmaBuf(3, 0, 4096, 0x7f00_0000_0000L));
+        assertTrue(e.getMessage().contains("cannot register GPU memory by dma-buf"), e.getMessage());
+        assertTrue(e.getMessage().contains("host memory"), e.getMessage());
+    }
+
     private static long sentPackets(String device) throws Exception {
         java.nio.file.Path counter = java.nio.file.Path.of("/sys/class/infiniband", device, "ports/1/hw_counters",
                 "sent_pkts");

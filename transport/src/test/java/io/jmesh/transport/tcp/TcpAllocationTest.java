@@ -1,6 +1,7 @@
 package io.jmesh.transport.tcp;
 
 import io.jmesh.api.Registration;
+import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Status;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -17,8 +18,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * The data path allocates nothing in steady state: 10,000 irecv/isend/test round trips on one thread, after a
- * warm-up, allocate less than {@value #BUDGET_PER_MESSAGE} bytes per message on average. This counts bytes, not time.
+ * The data path allocates nothing in steady state: 10,000 irecv/isend/test round trips, or one-sided writes and
+ * reads, on one thread, after a warm-up, allocate less than {@value #BUDGET_PER_MESSAGE} bytes per message on
+ * average. This counts bytes, not time.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class TcpAllocationTest {
@@ -26,22 +28,26 @@ class TcpAllocationTest {
     private static final int WARMUP = 3_000;
     private static final int MEASURED = 10_000;
 
-    @Test
-    void steadyStateSendAndReceiveAllocateNothing() throws Exception {
+    /** The per-thread allocation counter, or the test is skipped (saying why) where the JVM has none. */
+    private static Method allocationCounter(Object bean) throws Exception {
         // com.sun.management is not read by this module at compile time; reflection reads it at run time
-        Object bean = ManagementFactory.getThreadMXBean();
-        Method allocated;
         try {
             Class<?> type = Class.forName("com.sun.management.ThreadMXBean");
             Assumptions.assumeTrue(type.isInstance(bean)
                     && (boolean) type.getMethod("isThreadAllocatedMemorySupported").invoke(bean)
                     && (boolean) type.getMethod("isThreadAllocatedMemoryEnabled").invoke(bean),
                     "per-thread allocation counting is not available on this JVM");
-            allocated = type.getMethod("getCurrentThreadAllocatedBytes");
+            return type.getMethod("getCurrentThreadAllocatedBytes");
         } catch (ClassNotFoundException e) {
             Assumptions.abort("com.sun.management is not available on this JVM");
-            return;
+            return null;
         }
+    }
+
+    @Test
+    void steadyStateSendAndReceiveAllocateNothing() throws Exception {
+        Object bean = ManagementFactory.getThreadMXBean();
+        Method allocated = allocationCounter(bean);
         try (TcpProvider a = TcpTestSupport.provider("127.0.101.2/24");
              TcpProvider b = TcpTestSupport.provider("127.0.101.3/24");
              Arena arena = Arena.ofShared()) {
@@ -63,6 +69,54 @@ class TcpAllocationTest {
                     MEASURED, (double) bytes / MEASURED);
             assertTrue(bytes < (long) BUDGET_PER_MESSAGE * MEASURED, bytes + " bytes allocated for " + MEASURED
                     + " messages (" + (double) bytes / MEASURED + " per message)");
+        }
+    }
+
+    /**
+     * One-sided writes and reads, the owner polled on the same thread: 10,000 operations after a warm-up allocate less
+     * than {@value #BUDGET_PER_MESSAGE} bytes each on average.
+     */
+    @Test
+    void steadyStateWritesAndReadsAllocateNothing() throws Exception {
+        Object bean = ManagementFactory.getThreadMXBean();
+        Method allocated = allocationCounter(bean);
+        try (TcpProvider a = TcpTestSupport.provider("127.0.101.2/24");
+             TcpProvider b = TcpTestSupport.provider("127.0.101.3/24");
+             Arena arena = Arena.ofShared()) {
+            TcpTestSupport.Pair p = TcpTestSupport.connect(a, b.listen());
+            Registration local = a.register(arena.allocate(1 << 20, 4096));
+            RemoteRegion remote = b.register(arena.allocate(1 << 20, 4096)).remote();
+            long[] sizes = {0, 1, 4096, 70_000, 600_000};
+            operations(p, local, remote, sizes, WARMUP);
+            long before = (long) allocated.invoke(bean);
+            operations(p, local, remote, sizes, MEASURED);
+            long bytes = (long) allocated.invoke(bean) - before;
+            System.out.printf("TcpAllocationTest: %d bytes allocated for %d one-sided operations (%.2f per "
+                    + "operation)%n", bytes, MEASURED, (double) bytes / MEASURED);
+            assertTrue(bytes < (long) BUDGET_PER_MESSAGE * MEASURED, bytes + " bytes allocated for " + MEASURED
+                    + " one-sided operations (" + (double) bytes / MEASURED + " per operation)");
+        }
+    }
+
+    private static void operations(TcpTestSupport.Pair p, Registration local, RemoteRegion remote, long[] sizes,
+                                   int count) {
+        TcpSender s = p.sender();
+        TcpReceiver r = p.receiver();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TcpTestSupport.PATIENCE_MS);
+        for (int i = 0; i < count; i++) {
+            long size = sizes[i % sizes.length];
+            int req = (i & 1) == 0 ? s.write(local, 0, size, remote, 1000) : s.read(local, 0, size, remote, 1000);
+            if (req < 0) {
+                fail("operation " + i + ": " + Status.describe(req) + " " + s.error());
+            }
+            int t;
+            while ((t = s.test(req)) == 0) {
+                r.poll();
+                check(deadline);
+            }
+            if (t != 1) {
+                fail("operation " + i + ": " + Status.describe(t) + " " + s.failure(req));
+            }
         }
     }
 

@@ -145,7 +145,7 @@ class TcpWireTest {
         ChunkHeader.write(h, 0, 1, 1000, 0, 0);
         assertTrue(ChunkHeader.check(h) != null, "an empty chunk of a non-empty message");
         ChunkHeader.write(h, 0, 1, 1000, 0, 10);
-        h.putInt(ChunkHeader.RESERVED2_OFFSET, 1);
+        h.putShort(ChunkHeader.RESERVED_OFFSET, (short) 1);
         assertTrue(ChunkHeader.check(h) != null);
     }
 

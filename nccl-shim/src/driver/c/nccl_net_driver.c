@@ -1,0 +1,602 @@
+/*
+ * nccl-net-driver: loads an NCCL net plugin by path and drives it the way NCCL's proxy does, between 2 or 3
+ * processes on one or several hosts, without NCCL or a GPU. Works with any plugin that exports ncclNetPlugin_v8..v12.
+ *
+ *   nccl-net-driver --plugin PATH --rank R --nranks N --dir DIR [options]
+ *
+ * Every rank listens once per peer and publishes the handle as DIR/handle-<listener>-<connector> (DIR is shared by
+ * the ranks: a local folder, or a shared file system between hosts). Then, per message size:
+ *   1. a verification round: every byte checked, sends of size-1 into receives of size to check that test() reports
+ *      the real size, grouped receives (--group buffers per irecv, one tag each);
+ *   2. a bandwidth round: --iters messages per peer, up to --window grouped requests in flight per connection,
+ *      only a sequence word per message checked; prints the rank's send and receive bandwidth.
+ * Then an orderly close (closeSend/closeRecv/deregMr/closeListen/finalize) and, with --reload, dlclose, dlopen and a
+ * second init to check that the plugin survives being unloaded as NCCL 2.30 does.
+ *
+ * Exits 0 and prints "driver: rank R: PASS" on success; 1 with the reason otherwise. Every wait has a deadline
+ * (--timeout seconds), so nothing hangs.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nccl_net_abi.h"
+
+#define MAX_PEERS 8
+#define MAX_GROUP 8
+#define MAX_WINDOW 32
+
+/* ---- options and failure --------------------------------------------------------------------------------------- */
+
+static struct {
+    const char* plugin;
+    const char* dir;
+    int rank, nranks, api, dev, group, window, iters, logLevel, reload;
+    size_t minSize, maxSize;
+    double timeout;
+} opt = {NULL, NULL, -1, 0, 0, -1, 2, 8, 64, NCCL_LOG_WARN, 0, 4096, 1 << 20, 60.0};
+
+static void die(const char* fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "driver: rank %d: FAIL: ", opt.rank);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#define CHECK(call)                                                                                     \
+    do {                                                                                                \
+        ncclResult_t rc_ = (call);                                                                      \
+        if (rc_ != ncclSuccess) die("%s returned %d (line %d)", #call, (int)rc_, __LINE__);             \
+    } while (0)
+
+/* ---- the plugin, whatever its version ------------------------------------------------------------------------- */
+
+static void* g_lib;
+static int g_ver;
+static union {
+    const ncclNet_v8_t* v8;
+    const ncclNet_v9_t* v9;
+    const ncclNet_v10_t* v10;
+    const ncclNet_v11_t* v11;
+    const ncclNet_v12_t* v12;
+} g_net;
+static void* g_ctx;
+
+/* NCCL's logger as a plugin sees it; prints what passes --log-level, with the level and subsystem flags. */
+static void logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
+    if ((int)level > opt.logLevel) {
+        return;
+    }
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "[plugin log rank %d level=%d flags=0x%lx %s:%d] %s\n", opt.rank, (int)level, flags, file, line,
+            msg);
+}
+
+static const char* load(void) {
+    g_lib = dlopen(opt.plugin, RTLD_NOW | RTLD_LOCAL);
+    if (g_lib == NULL) {
+        die("cannot load %s: %s", opt.plugin, dlerror());
+    }
+    int versions[] = {12, 11, 10, 9, 8};
+    for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+        int v = versions[i];
+        if (opt.api && opt.api != v) {
+            continue;
+        }
+        char sym[32];
+        snprintf(sym, sizeof sym, "ncclNetPlugin_v%d", v);
+        void* p = dlsym(g_lib, sym);
+        if (p != NULL) {
+            g_ver = v;
+            g_net.v8 = p;
+            return ((const ncclNet_v8_t*)p)->name; /* name is the first field in every version */
+        }
+    }
+    die("%s exports no ncclNetPlugin_v%s", opt.plugin, opt.api ? "<--api>" : "12..v8");
+}
+
+static void n_init(void) {
+    switch (g_ver) {
+        case 12: { ncclNetCommConfig_v12_t c = {-1}; CHECK(g_net.v12->init(&g_ctx, 0x1234, &c, logger, NULL)); break; }
+        case 11: { ncclNetCommConfig_v11_t c = {-1}; CHECK(g_net.v11->init(&g_ctx, 0x1234, &c, logger, NULL)); break; }
+        case 10: CHECK(g_net.v10->init(logger, NULL)); break;
+        case 9: CHECK(g_net.v9->init(logger)); break;
+        default: CHECK(g_net.v8->init(logger)); break;
+    }
+}
+
+static int n_devices(void) {
+    int n = 0;
+    CHECK(g_net.v8->devices(&n)); /* same slot and signature in every version */
+    return n;
+}
+
+static void n_print_props(int dev) {
+    ncclNetProperties_v12_t p;
+    memset(&p, 0, sizeof p);
+    switch (g_ver) {
+        case 12: CHECK(g_net.v12->getProperties(dev, &p)); break;
+        case 11: { ncclNetProperties_v11_t q; CHECK(g_net.v11->getProperties(dev, &q));
+                   memcpy(&p, &q, offsetof(ncclNetProperties_v11_t, vProps));
+                   p.maxP2pBytes = q.maxP2pBytes; p.maxMultiRequestSize = q.maxMultiRequestSize; break; }
+        case 10: { ncclNetProperties_v10_t q; CHECK(g_net.v10->getProperties(dev, &q));
+                   memcpy(&p, &q, offsetof(ncclNetProperties_v10_t, vProps)); p.maxP2pBytes = q.maxP2pBytes; break; }
+        case 9: { ncclNetProperties_v9_t q; CHECK(g_net.v9->getProperties(dev, &q));
+                  memcpy(&p, &q, offsetof(ncclNetProperties_v9_t, vProps)); p.maxP2pBytes = q.maxP2pBytes; break; }
+        default: { ncclNetProperties_v8_t q; CHECK(g_net.v8->getProperties(dev, &q));
+                   p.name = q.name; p.pciPath = q.pciPath; p.guid = q.guid; p.ptrSupport = q.ptrSupport;
+                   p.regIsGlobal = q.regIsGlobal; p.speed = q.speed; p.port = q.port; p.latency = q.latency;
+                   p.maxComms = q.maxComms; p.maxRecvs = q.maxRecvs; break; }
+    }
+    printf("driver: rank %d: dev %d name=%s pciPath=%s guid=0x%llx ptrSupport=0x%x regIsGlobal=%d speed=%d port=%d "
+           "latency=%.1f maxComms=%d maxRecvs=%d maxP2pBytes=%zu\n", opt.rank, dev, p.name ? p.name : "(null)",
+           p.pciPath ? p.pciPath : "(null)", (unsigned long long)p.guid, p.ptrSupport, p.regIsGlobal, p.speed,
+           p.port, p.latency, p.maxComms, p.maxRecvs, p.maxP2pBytes);
+    if (!(p.ptrSupport & NCCL_PTR_HOST)) die("dev %d does not support host memory", dev);
+    if (p.maxRecvs < 1) die("dev %d: maxRecvs %d", dev, p.maxRecvs);
+    if (opt.group > p.maxRecvs) {
+        printf("driver: rank %d: --group %d > maxRecvs %d, using %d\n", opt.rank, opt.group, p.maxRecvs, p.maxRecvs);
+        opt.group = p.maxRecvs;
+    }
+}
+
+static void n_listen(int dev, void* handle, void** listenComm) {
+    if (g_ver >= 11) CHECK(g_net.v11->listen(g_ctx, dev, handle, listenComm));
+    else CHECK(g_net.v8->listen(dev, handle, listenComm));
+}
+
+static void n_connect(int dev, void* handle, void** sendComm) {
+    ncclNetDeviceHandle_v8_t* devComm = NULL;
+    switch (g_ver) {
+        case 12: CHECK(g_net.v12->connect(g_ctx, dev, handle, sendComm, &devComm)); break;
+        case 11: CHECK(g_net.v11->connect(g_ctx, dev, handle, sendComm, &devComm)); break;
+        case 10: { ncclNetCommConfig_v10_t c = {-1}; CHECK(g_net.v10->connect(dev, &c, handle, sendComm, &devComm));
+                   break; }
+        default: CHECK(g_net.v8->connect(dev, handle, sendComm, &devComm)); break;
+    }
+}
+
+static void n_accept(void* listenComm, void** recvComm) {
+    ncclNetDeviceHandle_v8_t* devComm = NULL;
+    CHECK(g_net.v8->accept(listenComm, recvComm, &devComm));
+}
+
+static void* n_regmr(void* comm, void* data, size_t size) {
+    void* mh = NULL;
+    CHECK(g_net.v8->regMr(comm, data, size, NCCL_PTR_HOST, &mh));
+    return mh;
+}
+
+static void n_isend(void* comm, void* data, size_t size, int tag, void* mh, void** req) {
+    switch (g_ver) {
+        case 12: case 11: case 10: CHECK(g_net.v10->isend(comm, data, size, tag, mh, NULL, req)); break;
+        case 9: CHECK(g_net.v9->isend(comm, data, size, tag, mh, req)); break;
+        default: CHECK(g_net.v8->isend(comm, data, (int)size, tag, mh, req)); break;
+    }
+}
+
+static void n_irecv(void* comm, int n, void** data, size_t* sizes, int* tags, void** mhs, void** req) {
+    *req = (void*)0x1; /* NCCL pre-sets NCCL_NET_OPTIONAL_RECV_COMPLETION for LL receives; the plugin overwrites */
+    switch (g_ver) {
+        case 12: case 11: case 10: {
+            void* ph[MAX_GROUP] = {0};
+            CHECK(g_net.v10->irecv(comm, n, data, sizes, tags, mhs, ph, req));
+            break;
+        }
+        case 9: CHECK(g_net.v9->irecv(comm, n, data, sizes, tags, mhs, req)); break;
+        default: {
+            int s[MAX_GROUP];
+            for (int i = 0; i < n; i++) s[i] = (int)sizes[i];
+            CHECK(g_net.v8->irecv(comm, n, data, s, tags, mhs, req));
+            break;
+        }
+    }
+}
+
+static int n_test(void* req, int* sizes) {
+    int done = 0;
+    CHECK(g_net.v8->test(req, &done, sizes));
+    return done;
+}
+
+static void n_finalize(void) {
+    if (g_ver >= 11) {
+        CHECK(g_net.v11->finalize(g_ctx));
+    }
+}
+
+/* ---- files in DIR: handles and barriers ----------------------------------------------------------------------- */
+
+static void write_file(const char* name, const void* data, size_t len) {
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/%s", opt.dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE* f = fopen(tmp, "wb");
+    if (f == NULL || fwrite(data, 1, len, f) != len || fclose(f) != 0) die("cannot write %s: %s", tmp, strerror(errno));
+    if (rename(tmp, path) != 0) die("cannot rename %s: %s", tmp, strerror(errno));
+}
+
+static int read_file(const char* name, void* data, size_t len) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", opt.dir, name);
+    FILE* f = fopen(path, "rb");
+    if (f == NULL) return 0;
+    size_t n = fread(data, 1, len, f);
+    fclose(f);
+    return n == len;
+}
+
+static void barrier(const char* name) {
+    char mine[256];
+    snprintf(mine, sizeof mine, "barrier-%s-%d", name, opt.rank);
+    write_file(mine, "x", 1);
+    double deadline = now() + opt.timeout;
+    for (int r = 0; r < opt.nranks; r++) {
+        char other[256], c;
+        snprintf(other, sizeof other, "barrier-%s-%d", name, r);
+        while (!read_file(other, &c, 1)) {
+            if (now() > deadline) die("timed out after %.0f s waiting for rank %d at barrier '%s'", opt.timeout, r, name);
+            usleep(2000);
+        }
+    }
+}
+
+/* ---- connections ------------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    int rank;
+    void* listenComm;
+    void* sendComm;
+    void* recvComm;
+    char peerHandle[NCCL_NET_HANDLE_MAXSIZE];
+    int haveHandle;
+    char* sendBuf;
+    char* recvBuf;
+    size_t bufBytes;
+    void* sendMh;
+    void* recvMh;
+} peer_t;
+
+static peer_t peers[MAX_PEERS];
+static int npeers;
+
+static void connect_all(void) {
+    int dev = opt.dev >= 0 ? opt.dev : 0;
+    for (int r = 0; r < opt.nranks; r++) {
+        if (r == opt.rank) continue;
+        peer_t* p = &peers[npeers++];
+        memset(p, 0, sizeof *p);
+        p->rank = r;
+        char handle[NCCL_NET_HANDLE_MAXSIZE] = {0};
+        n_listen(dev, handle, &p->listenComm);
+        if (p->listenComm == NULL) die("listen returned a NULL listenComm");
+        char name[64];
+        snprintf(name, sizeof name, "handle-%d-%d", opt.rank, r);
+        write_file(name, handle, sizeof handle);
+    }
+    double t0 = now(), deadline = t0 + opt.timeout;
+    int pending = 2 * npeers;
+    while (pending > 0) {
+        int progress = 0;
+        for (int i = 0; i < npeers; i++) {
+            peer_t* p = &peers[i];
+            if (p->sendComm == NULL) {
+                if (!p->haveHandle) {
+                    char name[64];
+                    snprintf(name, sizeof name, "handle-%d-%d", p->rank, opt.rank);
+                    p->haveHandle = read_file(name, p->peerHandle, sizeof p->peerHandle);
+                }
+                if (p->haveHandle) {
+                    n_connect(dev, p->peerHandle, &p->sendComm); /* NULL while in progress: call again */
+                    if (p->sendComm) { pending--; progress = 1; }
+                }
+            }
+            if (p->recvComm == NULL) {
+                n_accept(p->listenComm, &p->recvComm);
+                if (p->recvComm) { pending--; progress = 1; }
+            }
+        }
+        if (now() > deadline) {
+            for (int i = 0; i < npeers; i++) {
+                if (!peers[i].sendComm || !peers[i].recvComm)
+                    die("timed out after %.0f s connecting to rank %d (send %s, receive %s)", opt.timeout,
+                        peers[i].rank, peers[i].sendComm ? "up" : peers[i].haveHandle ? "connecting" : "no handle",
+                        peers[i].recvComm ? "up" : "not accepted");
+            }
+        }
+        if (!progress) usleep(200);
+    }
+    printf("driver: rank %d: connected to %d peer(s) in %.3f s (non-blocking connect/accept)\n", opt.rank, npeers,
+           now() - t0);
+}
+
+static void register_all(void) {
+    for (int i = 0; i < npeers; i++) {
+        peer_t* p = &peers[i];
+        p->bufBytes = (size_t)opt.window * opt.group * (opt.maxSize ? opt.maxSize : 1);
+        p->sendBuf = aligned_alloc(4096, (p->bufBytes + 4095) & ~(size_t)4095);
+        p->recvBuf = aligned_alloc(4096, (p->bufBytes + 4095) & ~(size_t)4095);
+        if (!p->sendBuf || !p->recvBuf) die("out of memory for %zu-byte buffers", p->bufBytes);
+        memset(p->sendBuf, 0, p->bufBytes);
+        memset(p->recvBuf, 0, p->bufBytes);
+        p->sendMh = n_regmr(p->sendComm, p->sendBuf, p->bufBytes);
+        p->recvMh = n_regmr(p->recvComm, p->recvBuf, p->bufBytes);
+    }
+}
+
+/* ---- traffic ---------------------------------------------------------------------------------------------------- */
+
+static inline uint8_t pattern(int src, int dst, uint64_t seq, size_t k) {
+    return (uint8_t)(k * 31u + seq * 7u + (unsigned)src * 13u + (unsigned)dst * 5u + (k >> 8));
+}
+
+/* One direction of one connection in one round. */
+typedef struct {
+    uint64_t posted, completed;     /* messages (sender) or grouped receives (receiver) */
+    void* req[MAX_WINDOW * MAX_GROUP];
+} flow_t;
+
+static size_t msg_len(size_t size, uint64_t seq, int verify) {
+    return verify && size > 1 && seq % 3 == 2 ? size - 1 : size; /* some sends shorter than the posted receive */
+}
+
+/* Runs one round of `count` messages to and from every peer (count a multiple of group). Returns elapsed seconds. */
+static double round_trip(size_t size, uint64_t count, int verify, uint64_t seqBase, uint64_t* errors) {
+    flow_t sendf[MAX_PEERS], recvf[MAX_PEERS];
+    memset(sendf, 0, sizeof sendf);
+    memset(recvf, 0, sizeof recvf);
+    uint64_t groups = count / opt.group;
+    size_t slotBytes = size ? size : 1;
+    int slots = opt.window * opt.group;
+    if (!verify) { /* bandwidth: fill once, only the sequence word changes */
+        for (int i = 0; i < npeers; i++)
+            for (int s = 0; s < slots; s++)
+                for (size_t k = 0; k < size; k++) peers[i].sendBuf[s * slotBytes + k] = pattern(opt.rank, peers[i].rank, 0, k);
+    }
+    double t0 = now(), deadline = t0 + opt.timeout;
+    int busy = 1;
+    while (busy) {
+        busy = 0;
+        int progress = 0;
+        for (int i = 0; i < npeers; i++) {
+            peer_t* p = &peers[i];
+            flow_t* s = &sendf[i];
+            flow_t* r = &recvf[i];
+            /* sender: keep up to window*group messages in flight, complete them in order */
+            if (s->posted < count && s->posted - s->completed < (uint64_t)slots) {
+                uint64_t seq = seqBase + s->posted;
+                int slot = (int)(s->posted % slots);
+                char* buf = p->sendBuf + slot * slotBytes;
+                size_t len = msg_len(size, seq, verify);
+                if (verify) {
+                    for (size_t k = 0; k < len; k++) buf[k] = pattern(opt.rank, p->rank, seq, k);
+                } else if (len >= 8) {
+                    memcpy(buf, &seq, 8);
+                }
+                void* req = NULL;
+                n_isend(p->sendComm, buf, len, (int)(s->posted % opt.group), p->sendMh, &req);
+                if (req) { s->req[s->posted % (MAX_WINDOW * MAX_GROUP)] = req; s->posted++; progress = 1; }
+            }
+            if (s->completed < s->posted) {
+                int sz[MAX_GROUP] = {0};
+                if (n_test(s->req[s->completed % (MAX_WINDOW * MAX_GROUP)], sz)) {
+                    uint64_t seq = seqBase + s->completed;
+                    if ((size_t)sz[0] != msg_len(size, seq, verify)) {
+                        fprintf(stderr, "driver: rank %d: send %llu to rank %d: test reported %d bytes, sent %zu\n",
+                                opt.rank, (unsigned long long)seq, p->rank, sz[0], msg_len(size, seq, verify));
+                        (*errors)++;
+                    }
+                    s->completed++;
+                    progress = 1;
+                }
+            }
+            /* receiver: grouped receives of `group` buffers, one tag each */
+            if (r->posted < groups && r->posted - r->completed < (uint64_t)opt.window) {
+                void* data[MAX_GROUP];
+                size_t sizes[MAX_GROUP];
+                int tags[MAX_GROUP];
+                void* mhs[MAX_GROUP];
+                int wslot = (int)(r->posted % opt.window);
+                for (int g = 0; g < opt.group; g++) {
+                    data[g] = p->recvBuf + (size_t)(wslot * opt.group + g) * slotBytes;
+                    sizes[g] = size;
+                    tags[g] = g;
+                    mhs[g] = p->recvMh;
+                }
+                void* req = NULL;
+                n_irecv(p->recvComm, opt.group, data, sizes, tags, mhs, &req);
+                if (req) { r->req[r->posted % MAX_WINDOW] = req; r->posted++; progress = 1; }
+            }
+            if (r->completed < r->posted) {
+                int sz[MAX_GROUP] = {0};
+                if (n_test(r->req[r->completed % MAX_WINDOW], sz)) {
+                    int wslot = (int)(r->completed % opt.window);
+                    for (int g = 0; g < opt.group; g++) {
+                        uint64_t seq = seqBase + r->completed * opt.group + g;
+                        size_t len = msg_len(size, seq, verify);
+                        const char* buf = p->recvBuf + (size_t)(wslot * opt.group + g) * slotBytes;
+                        if ((size_t)sz[g] != len) {
+                            fprintf(stderr, "driver: rank %d: receive %llu from rank %d: test reported %d bytes, "
+                                    "expected %zu\n", opt.rank, (unsigned long long)seq, p->rank, sz[g], len);
+                            (*errors)++;
+                        } else if (verify) {
+                            for (size_t k = 0; k < len; k++) {
+                                if ((uint8_t)buf[k] != pattern(p->rank, opt.rank, seq, k)) {
+                                    fprintf(stderr, "driver: rank %d: receive %llu from rank %d: byte %zu is 0x%02x, "
+                                            "expected 0x%02x\n", opt.rank, (unsigned long long)seq, p->rank, k,
+                                            (uint8_t)buf[k], pattern(p->rank, opt.rank, seq, k));
+                                    (*errors)++;
+                                    break;
+                                }
+                            }
+                        } else if (len >= 8) {
+                            uint64_t got;
+                            memcpy(&got, buf, 8);
+                            if (got != seq) {
+                                fprintf(stderr, "driver: rank %d: receive %llu from rank %d carries sequence %llu\n",
+                                        opt.rank, (unsigned long long)seq, p->rank, (unsigned long long)got);
+                                (*errors)++;
+                            }
+                        }
+                    }
+                    r->completed++;
+                    progress = 1;
+                }
+            }
+            if (s->completed < count || r->completed < groups) busy = 1;
+        }
+        if (busy && now() > deadline) {
+            for (int i = 0; i < npeers; i++)
+                fprintf(stderr, "driver: rank %d: peer %d: sent %llu/%llu (completed %llu), received %llu/%llu groups\n",
+                        opt.rank, peers[i].rank, (unsigned long long)sendf[i].posted, (unsigned long long)count,
+                        (unsigned long long)sendf[i].completed, (unsigned long long)recvf[i].completed,
+                        (unsigned long long)groups);
+            die("timed out after %.0f s in a %s round of %zu-byte messages", opt.timeout,
+                verify ? "verification" : "bandwidth", size);
+        }
+        (void)progress;
+    }
+    return now() - t0;
+}
+
+static void close_all(void) {
+    for (int i = 0; i < npeers; i++) {
+        peer_t* p = &peers[i];
+        CHECK(g_net.v8->deregMr(p->sendComm, p->sendMh));
+        CHECK(g_net.v8->deregMr(p->recvComm, p->recvMh));
+        CHECK(g_net.v8->closeSend(p->sendComm));
+        CHECK(g_net.v8->closeRecv(p->recvComm));
+        CHECK(g_net.v8->closeListen(p->listenComm));
+        free(p->sendBuf);
+        free(p->recvBuf);
+    }
+    n_finalize();
+}
+
+static size_t parse_size(const char* s) {
+    char* end;
+    double v = strtod(s, &end);
+    switch (*end) {
+        case 'k': case 'K': v *= 1024; break;
+        case 'm': case 'M': v *= 1024 * 1024; break;
+        case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    }
+    return (size_t)v;
+}
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: nccl-net-driver --plugin PATH --rank R --nranks N --dir DIR [options]\n"
+            "  --api V        use ncclNetPlugin_vV (default: newest of 12..8 the plugin exports)\n"
+            "  --dev D        device index for listen/connect (default 0)\n"
+            "  --min SIZE     smallest message (default 4K); --max SIZE largest (default 1M); sizes grow x4\n"
+            "  --iters K      messages per peer and size in the bandwidth round (default 64)\n"
+            "  --window W     grouped requests in flight per connection (default 8, max 32)\n"
+            "  --group G      buffers per grouped receive (default 2, max 8)\n"
+            "  --timeout S    deadline for every wait (default 60)\n"
+            "  --log-level L  print plugin log lines up to NCCL level L (2 WARN, 3 INFO, 5 TRACE; default 2)\n"
+            "  --reload       after closing, dlclose and load the plugin again and re-init it\n");
+    exit(2);
+}
+
+int main(int argc, char** argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+#define ARG(name) (strcmp(a, name) == 0 && v && (i++, 1))
+        if (ARG("--plugin")) opt.plugin = v;
+        else if (ARG("--dir")) opt.dir = v;
+        else if (ARG("--rank")) opt.rank = atoi(v);
+        else if (ARG("--nranks")) opt.nranks = atoi(v);
+        else if (ARG("--api")) opt.api = atoi(v);
+        else if (ARG("--dev")) opt.dev = atoi(v);
+        else if (ARG("--min")) opt.minSize = parse_size(v);
+        else if (ARG("--max")) opt.maxSize = parse_size(v);
+        else if (ARG("--iters")) opt.iters = atoi(v);
+        else if (ARG("--window")) opt.window = atoi(v);
+        else if (ARG("--group")) opt.group = atoi(v);
+        else if (ARG("--timeout")) opt.timeout = atof(v);
+        else if (ARG("--log-level")) opt.logLevel = atoi(v);
+        else if (strcmp(a, "--reload") == 0) opt.reload = 1;
+        else usage();
+    }
+    if (!opt.plugin || !opt.dir || opt.rank < 0 || opt.nranks < 2 || opt.nranks > MAX_PEERS + 1 ||
+        opt.rank >= opt.nranks || opt.group < 1 || opt.group > MAX_GROUP || opt.window < 1 ||
+        opt.window > MAX_WINDOW || opt.iters < 1 || opt.minSize > opt.maxSize || opt.timeout <= 0)
+        usage();
+    opt.iters = (opt.iters + opt.group - 1) / opt.group * opt.group;
+
+    const char* name = load();
+    printf("driver: rank %d: plugin %s: \"%s\" through ncclNetPlugin_v%d\n", opt.rank, opt.plugin, name, g_ver);
+    double t = now();
+    n_init();
+    int ndev = n_devices();
+    printf("driver: rank %d: init took %.3f s, %d device(s)\n", opt.rank, now() - t, ndev);
+    if (ndev < 1) die("the plugin reports no devices");
+    for (int d = 0; d < ndev; d++) n_print_props(d);
+    if (opt.dev >= ndev) die("--dev %d, but the plugin has %d device(s)", opt.dev, ndev);
+
+    connect_all();
+    register_all();
+    barrier("connected");
+
+    uint64_t errors = 0, seq = 0;
+    size_t sizes[64];
+    int nsizes = 0;
+    for (size_t s = opt.minSize; s < opt.maxSize && nsizes < 63; s = s ? s * 4 : 4096) sizes[nsizes++] = s;
+    sizes[nsizes++] = opt.maxSize;
+    printf("driver: rank %d: %10s %8s %14s  (window %d, group %d, %d peer(s); GB/s = this rank's bytes sent to all "
+           "peers / round time, the same amount is received)\n", opt.rank, "bytes", "msgs/peer", "GB/s", opt.window,
+           opt.group, npeers);
+    for (int si = 0; si < nsizes; si++) {
+        size_t size = sizes[si];
+        uint64_t vcount = (uint64_t)opt.group * opt.window * 2;
+        round_trip(size, vcount, 1, seq, &errors);
+        seq += vcount;
+        double secs = round_trip(size, (uint64_t)opt.iters, 0, seq, &errors);
+        seq += (uint64_t)opt.iters;
+        double gbs = (double)size * opt.iters * npeers / secs / 1e9;
+        printf("driver: rank %d: %10zu %8d %14.3f\n", opt.rank, size, opt.iters, gbs);
+        if (errors) die("%llu error(s) at %zu bytes (see above)", (unsigned long long)errors, size);
+    }
+    printf("driver: rank %d: verified every byte of %llu messages per peer, sizes reported by test() correct\n",
+           opt.rank, (unsigned long long)seq);
+    barrier("done");
+    close_all();
+    printf("driver: rank %d: closed all comms, registrations and listeners%s\n", opt.rank,
+           g_ver >= 11 ? ", finalized" : "");
+    if (opt.reload) {
+        dlclose(g_lib);
+        name = load();
+        n_init();
+        int again = n_devices();
+        if (again != ndev) die("after reload the plugin reports %d devices, before %d", again, ndev);
+        n_finalize();
+        dlclose(g_lib);
+        printf("driver: rank %d: reloaded (dlclose, dlopen, init, devices=%d, finalize) ok\n", opt.rank, again);
+    }
+    printf("driver: rank %d: PASS\n", opt.rank);
+    return 0;
+}

@@ -1,0 +1,127 @@
+package io.jmesh.nccl;
+
+import io.jmesh.transport.config.JmeshConfig;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.nio.charset.StandardCharsets;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * Where the C library enters Java, through JNI, exactly twice: {@link #bootstrap(long)} once the JVM runs, and {@link
+ * #release()} after NCCL finalized the last context. bootstrap creates the {@link NcclPlugin}, routes logging to
+ * NCCL, and fills the library's upcall table with FFM upcall stubs bound to the plugin's methods; from then on NCCL's
+ * calls reach Java through those stubs only.
+ */
+public final class NcclBootstrap {
+    private static NcclPlugin plugin;
+    private static Arena stubs;
+    private static NcclLogAppender appender;
+
+    private NcclBootstrap() {
+    }
+
+    /**
+     * Fills the jm_boot_t at {@code bootAddress}.
+     *
+     * @return 0, or an ncclResult_t with the reason written into the block's error field
+     */
+    public static synchronized int bootstrap(long bootAddress) {
+        MemorySegment boot = MemorySegment.ofAddress(bootAddress).reinterpret(ShimAbi.BOOT_ERROR_OFFSET
+                + ShimAbi.ERROR_BYTES);
+        try {
+            int magic = boot.get(JAVA_INT, ShimAbi.BOOT_MAGIC_OFFSET);
+            int abi = boot.get(JAVA_INT, ShimAbi.BOOT_ABI_OFFSET);
+            int count = boot.get(JAVA_INT, ShimAbi.BOOT_UPCALL_COUNT_OFFSET);
+            if (magic != ShimAbi.BOOT_MAGIC || abi != ShimAbi.ABI_VERSION || count != ShimAbi.UPCALL_COUNT) {
+                return error(boot, "libnccl-net-jmesh.so (ABI " + abi + ", " + count + " upcalls) and the jmesh jars "
+                        + "(ABI " + ShimAbi.ABI_VERSION + ", " + ShimAbi.UPCALL_COUNT + " upcalls) come from different "
+                        + "builds; install the library and its lib/ folder from one build");
+            }
+            if (plugin != null) {
+                return error(boot, "bootstrap called twice without release");
+            }
+            System.setProperty("log4j2.shutdownHookEnabled", "false");
+            appender = NcclLogAppender.install(boot.get(JAVA_LONG, ShimAbi.BOOT_LOG_OFFSET));
+            NcclPlugin p = new NcclPlugin(JmeshConfig.fromEnvironment());
+            Arena arena = Arena.ofShared();
+            try {
+                Linker linker = Linker.nativeLinker();
+                MethodHandles.Lookup lookup = MethodHandles.lookup();
+                for (ShimAbi.Upcall u : ShimAbi.Upcall.values()) {
+                    MethodType type = u.descriptor.toMethodType();
+                    MethodHandle target = lookup.findVirtual(NcclPlugin.class, methodName(u), type).bindTo(p);
+                    MemorySegment stub = linker.upcallStub(target, u.descriptor, arena);
+                    boot.set(JAVA_LONG, ShimAbi.BOOT_UPCALLS_OFFSET + 8L * u.ordinal(), stub.address());
+                }
+            } catch (Throwable t) {
+                arena.close();
+                throw t;
+            }
+            plugin = p;
+            stubs = arena;
+            return 0;
+        } catch (Throwable t) {
+            if (appender != null) {
+                appender.detach();
+                appender = null;
+            }
+            return error(boot, "the jmesh Java bootstrap failed: " + t);
+        }
+    }
+
+    /** Closes what is still open, unhooks logging from the library, frees the upcall stubs. */
+    public static synchronized void release() {
+        try {
+            if (plugin != null) {
+                plugin.release();
+                plugin = null;
+            }
+        } catch (Throwable t) {
+            System.err.println("jmesh NCCL plugin: release failed: " + t);
+        }
+        if (appender != null) {
+            appender.detach();
+            appender = null;
+        }
+        if (stubs != null) {
+            stubs.close();
+            stubs = null;
+        }
+    }
+
+    private static String methodName(ShimAbi.Upcall u) {
+        return switch (u) {
+            case INIT -> "init";
+            case DEVICES -> "devices";
+            case GET_PROPERTIES -> "getProperties";
+            case LISTEN -> "listen";
+            case CONNECT -> "connect";
+            case ACCEPT -> "accept";
+            case REG_MR -> "regMr";
+            case DEREG_MR -> "deregMr";
+            case ISEND -> "isend";
+            case IRECV -> "irecv";
+            case IFLUSH -> "iflush";
+            case TEST -> "test";
+            case CLOSE_SEND -> "closeSend";
+            case CLOSE_RECV -> "closeRecv";
+            case CLOSE_LISTEN -> "closeListen";
+            case FINALIZE -> "finalizeContext";
+        };
+    }
+
+    private static int error(MemorySegment boot, String message) {
+        byte[] b = message.getBytes(StandardCharsets.UTF_8);
+        int n = Math.min(b.length, ShimAbi.ERROR_BYTES - 1);
+        MemorySegment.copy(b, 0, boot, java.lang.foreign.ValueLayout.JAVA_BYTE, ShimAbi.BOOT_ERROR_OFFSET, n);
+        boot.set(java.lang.foreign.ValueLayout.JAVA_BYTE, ShimAbi.BOOT_ERROR_OFFSET + n, (byte) 0);
+        return Nccl.SYSTEM_ERROR;
+    }
+}

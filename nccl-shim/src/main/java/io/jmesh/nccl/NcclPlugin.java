@@ -1,0 +1,622 @@
+package io.jmesh.nccl;
+
+import io.jmesh.api.Connector;
+import io.jmesh.api.Fabric;
+import io.jmesh.api.Listener;
+import io.jmesh.api.Receiver;
+import io.jmesh.api.Registration;
+import io.jmesh.api.Sender;
+import io.jmesh.api.Status;
+import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.transport.net.Route;
+import io.jmesh.transport.net.RouteSelector;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The adapter from NCCL's net-plugin API onto the jmesh transport ({@link Fabric}). Each public method is the body of
+ * one upcall of {@code libnccl-net-jmesh.so}: arguments are NCCL's, with pointers as addresses, and the result is an
+ * {@code ncclResult_t}. Nothing escapes: every method catches everything, logs it through NCCL's logger and returns an
+ * error code, because an exception escaping an upcall would kill the process.
+ *
+ * <p>The data path ({@link #isend}, {@link #irecv}, {@link #test}) takes no lock and allocates nothing: comms,
+ * registrations and requests are array slots ({@link HandleTable}), argument arrays are preallocated per comm. The
+ * control path (init, listen, connect, accept, registration, close, finalize) is synchronized on the plugin.
+ *
+ * <p>One {@link Fabric} serves every NCCL communicator of the process: it is opened by the first init and closed by the
+ * finalize of the last one, which also closes whatever NCCL left open.
+ */
+public final class NcclPlugin {
+    private static final Logger LOG = LogManager.getLogger(NcclPlugin.class);
+
+    private final JmeshConfig config;
+    private final Arena strings = Arena.ofShared();
+    private Fabric fabric;
+    private List<NcclDevice> devices = List.of();
+    private MemorySegment[] deviceNames = new MemorySegment[0];
+    private MemorySegment[] devicePciPaths = new MemorySegment[0];
+    private int contexts;
+    private long nextContext = 1;
+
+    private final HandleTable<Listener> listeners = new HandleTable<>();
+    private final HandleTable<Comm> comms = new HandleTable<>();
+    private final HandleTable<MemHandle> registrations = new HandleTable<>();
+    /** Connects in progress, by the listener's handle bytes (unique: each carries a random per-listener secret). */
+    private final Map<ByteBuffer, PendingConnect> pending = new HashMap<>();
+
+    private record PendingConnect(Connector connector, int dev, String why) {
+    }
+
+    public NcclPlugin(JmeshConfig config) {
+        this.config = config;
+    }
+
+    // ---- init, devices, finalize --------------------------------------------------------------------------------
+
+    /** NCCL's init: opens the fabric on the first call; writes a context id to {@code ctxOut} (if not 0). */
+    public synchronized int init(long ctxOut, long commId, int trafficClass, int apiVersion) {
+        try {
+            if (fabric == null) {
+                Fabric f = Fabric.open(config);
+                try {
+                    devices = NcclDevice.of(f.provider(), f.links(), config);
+                    if (devices.isEmpty()) {
+                        throw new IllegalStateException("the " + f.provider() + " provider has no usable link");
+                    }
+                } catch (RuntimeException e) {
+                    f.close();
+                    throw e;
+                }
+                fabric = f;
+                deviceNames = new MemorySegment[devices.size()];
+                devicePciPaths = new MemorySegment[devices.size()];
+                for (int i = 0; i < devices.size(); i++) {
+                    NcclDevice d = devices.get(i);
+                    deviceNames[i] = strings.allocateFrom(d.name());
+                    devicePciPaths[i] = d.pciPath() == null ? MemorySegment.NULL : strings.allocateFrom(d.pciPath());
+                }
+                LOG.info(NcclLogAppender.INIT, "jmesh NCCL plugin v{} API: {} provider, {} device(s): {}", apiVersion,
+                        f.provider(), devices.size(), devices);
+            }
+            contexts++;
+            long ctx = nextContext++;
+            if (ctxOut != 0) {
+                Mem.putLong(ctxOut, ctx);
+            }
+            LOG.debug("init: context {} for communicator 0x{} (traffic class {})", ctx, Long.toHexString(commId),
+                    trafficClass);
+            return Nccl.SUCCESS;
+        } catch (Throwable t) {
+            return fail("init", t, Nccl.SYSTEM_ERROR);
+        }
+    }
+
+    public int devices(long ndevOut) {
+        try {
+            Mem.putInt(ndevOut, devices.size());
+            return Nccl.SUCCESS;
+        } catch (Throwable t) {
+            return fail("devices", t, Nccl.INTERNAL_ERROR);
+        }
+    }
+
+    public int getProperties(int dev, long props) {
+        try {
+            List<NcclDevice> ds = devices;
+            if (dev < 0 || dev >= ds.size()) {
+                LOG.warn("getProperties: no device {} (jmesh has {})", dev, ds.size());
+                return Nccl.INVALID_ARGUMENT;
+            }
+            NcclDevice d = ds.get(dev);
+            slot(props, ShimAbi.P_NAME, deviceNames[dev].address());
+            slot(props, ShimAbi.P_PCI_PATH, devicePciPaths[dev].address());
+            slot(props, ShimAbi.P_GUID, d.guid());
+            // GPU memory only where the NIC can take it by dma-buf (never over TCP, never on Soft-RoCE)
+            slot(props, ShimAbi.P_PTR_SUPPORT, gpuCapable(d)
+                    ? Nccl.PTR_HOST | Nccl.PTR_CUDA | Nccl.PTR_DMABUF : Nccl.PTR_HOST);
+            slot(props, ShimAbi.P_REG_IS_GLOBAL, 1);
+            slot(props, ShimAbi.P_FORCE_FLUSH, 0);
+            slot(props, ShimAbi.P_SPEED, d.speedMbps() > 0 ? Math.min(Integer.MAX_VALUE, d.speedMbps()) : 10_000);
+            slot(props, ShimAbi.P_PORT, d.port());
+            Mem.putDouble(props + 8L * ShimAbi.P_LATENCY, 0.0);
+            slot(props, ShimAbi.P_MAX_COMMS, 65_536);
+            slot(props, ShimAbi.P_MAX_RECVS, Receiver.MAX_RECVS);
+            slot(props, ShimAbi.P_NET_DEVICE_TYPE, 0);
+            slot(props, ShimAbi.P_NET_DEVICE_VERSION, 0);
+            slot(props, ShimAbi.P_VDEV_COUNT, 1);
+            slot(props, ShimAbi.P_VDEVS, dev);
+            slot(props, ShimAbi.P_MAX_P2P_BYTES, Nccl.MAX_MESSAGE_BYTES);
+            slot(props, ShimAbi.P_MAX_COLL_BYTES, Nccl.MAX_MESSAGE_BYTES);
+            slot(props, ShimAbi.P_MAX_MULTI_REQUEST_SIZE, 1);
+            slot(props, ShimAbi.P_RAIL_ID, -1);
+            slot(props, ShimAbi.P_PLANE_ID, -1);
+            return Nccl.SUCCESS;
+        } catch (Throwable t) {
+            return fail("getProperties", t, Nccl.INTERNAL_ERROR);
+        }
+    }
+
+    private static void slot(long props, int slot, long value) {
+        Mem.putLong(props + 8L * slot, value);
+    }
+
+    /**
+     * NCCL's finalize for one context. After the last one everything NCCL left open is closed, then the fabric.
+     *
+     * @return the contexts still open (>= 0), or a negated ncclResult_t
+     */
+    public synchronized int finalizeContext(long ctx) {
+        try {
+            if (contexts > 0) {
+                contexts--;
+            }
+            if (contexts == 0) {
+                closeAll();
+            }
+            return contexts;
+        } catch (Throwable t) {
+            return -fail("finalize", t, Nccl.INTERNAL_ERROR);
+        }
+    }
+
+    /** Closes connects in progress, comms, listeners, registrations and the fabric, in that order. */
+    synchronized void closeAll() {
+        int open = pending.size() + comms.size() + listeners.size() + registrations.size();
+        if (open > 0) {
+            LOG.info("closing what NCCL left open: {} connect(s) in progress, {} comm(s), {} listener(s), {} "
+                    + "registration(s)", pending.size(), comms.size(), listeners.size(), registrations.size());
+        }
+        for (PendingConnect p : pending.values()) {
+            quietly(p.connector()::close);
+        }
+        pending.clear();
+        for (Comm c : comms.drain()) {
+            quietly(c::close);
+        }
+        for (Listener l : listeners.drain()) {
+            quietly(l::close);
+        }
+        for (MemHandle m : registrations.drain()) {
+            quietly(m.registration::close);
+        }
+        if (fabric != null) {
+            Fabric f = fabric;
+            fabric = null;
+            devices = List.of();
+            quietly(f::close);
+            LOG.info(NcclLogAppender.INIT, "jmesh NCCL plugin: last context finalized, transport closed");
+        }
+    }
+
+    /** Frees the device strings; the plugin is unusable afterwards. */
+    synchronized void release() {
+        closeAll();
+        strings.close();
+    }
+
+    private static void quietly(Runnable r) {
+        try {
+            r.run();
+        } catch (Throwable t) {
+            LOG.warn("jmesh: closing failed: {}", t.toString());
+        }
+    }
+
+    // ---- listen, connect, accept ----------------------------------------------------------------------------------
+
+    public synchronized int listen(long ctx, int dev, long handleOut, long listenCommOut) {
+        try {
+            Fabric f = fabricOrFail();
+            Listener l = f.listen();
+            byte[] h = l.handle();
+            if (h.length > Nccl.HANDLE_MAXSIZE) {
+                l.close();
+                throw new IllegalStateException("listen handle of " + h.length + " bytes exceeds NCCL's "
+                        + Nccl.HANDLE_MAXSIZE);
+            }
+            Mem.fill(handleOut, Nccl.HANDLE_MAXSIZE, (byte) 0);
+            Mem.putBytes(handleOut, h, h.length);
+            long handle = listeners.add(l);
+            Mem.putLong(listenCommOut, handle);
+            LOG.debug("listen on dev {}: {}", dev, l.handleText());
+            return Nccl.SUCCESS;
+        } catch (Throwable t) {
+            return fail("listen", t, Nccl.SYSTEM_ERROR);
+        }
+    }
+
+    /**
+     * NCCL's connect: never blocks. The first call starts the connect, later calls (same handle) poll it; {@code
+     * *sendComm} stays NULL until the connection is up.
+     */
+    public synchronized int connect(long ctx, int dev, long handleAddress, long sendCommOut) {
+        ByteBuffer key = null;
+        try {
+            Mem.putLong(sendCommOut, 0);
+            Fabric f = fabricOrFail();
+            byte[] bytes = Mem.getBytes(handleAddress, Nccl.HANDLE_MAXSIZE);
+            key = ByteBuffer.wrap(bytes);
+            PendingConnect p = pending.get(key);
+            if (p == null) {
+                p = start(f, dev, bytes);
+                pending.put(key, p);
+            }
+            Sender s = p.connector().poll();
+            if (s == null) {
+                return Nccl.SUCCESS;
+            }
+            pending.remove(key);
+            SendComm c = new SendComm(p.dev(), s);
+            c.handle = comms.add(c);
+            Mem.putLong(sendCommOut, c.handle);
+            LOG.info("connected on dev {}: {}{}", dev, p.connector().route(), p.why());
+            return Nccl.SUCCESS;
+        } catch (Throwable t) {
+            if (key != null) {
+                PendingConnect p = pending.remove(key);
+                if (p != null) {
+                    quietly(p.connector()::close);
+                }
+            }
+            return fail("connect", t, Nccl.REMOTE_ERROR);
+        }
+    }
+
+    /**
+     * Starts a connect. NCCL's device choice is kept when one of its links shares a subnet with the peer (that link is
+     * passed to the transport as the preferred one); otherwise the mesh's choice (a link that does reach the peer) is
+     * taken, and the log says so.
+     */
+    private PendingConnect start(Fabric f, int dev, byte[] handle) throws NoRouteException {
+        ListenHandle peer = ListenHandle.decode(handle);
+        List<Route> routes = RouteSelector.select(f.links(), peer);
+        NcclDevice chosen = dev >= 0 && dev < devices.size() ? devices.get(dev) : null;
+        Route viaChosen = null;
+        for (Route r : routes) {
+            if (chosen != null && chosen.has(r.local())) {
+                viaChosen = r;
+                break;
+            }
+        }
+        if (viaChosen != null) {
+            return new PendingConnect(f.connect(handle, viaChosen.local().prefix().address().getHostAddress()), dev,
+                    "");
+        }
+        Route r = routes.getFirst();
+        LOG.info("connect: NCCL's dev {} {} cannot reach the peer {}: overriding with {}", dev,
+                chosen == null ? "(unknown)" : chosen.name() + " " + chosen.links(), peer.prefixes(), r.local());
+        String why = " (NCCL chose dev " + dev + (chosen == null ? "" : " " + chosen.name()) + ", which has no link to "
+                + "the peer " + peer.prefixes() + "; the mesh's link " + r.local() + " was used instead)";
+        return new PendingConnect(f.connect(handle, null), dev, why);
+    }
+
+    public synchronized int accept(long listenComm, long recvCommOut) {
+        try {
+            Mem.putLong(recvCommOut, 0);
+            Listener l = listeners.get(listenComm);
+            if (l == null) {
+                LOG.warn("accept: unknown listen comm {}", listenComm);
+                return Nccl.INVALID_ARGUMENT;
+            }
+            Receiver r = l.accept();
+            if (r == null) {
+                return Nccl.SUCCESS;
+            }
+            RecvComm c = new RecvComm(-1, r);
+            c.handle = comms.add(c);
+            Mem.putLong(recvCommOut, c.handle);
+            LOG.debug("accepted a connection on listen comm {}", listenComm);
+            return Nccl.SUCCESS;
+        } catch (Throwable t) {
+            return fail("accept", t, Nccl.REMOTE_ERROR);
+        }
+    }
+
+    /** Whether NCCL's device can take GPU memory: its RDMA device (the name without NCCL's ":port") by dma-buf. */
+    private boolean gpuCapable(NcclDevice d) {
+        return !d.links().isEmpty() && fabricOrFail().supportsDmaBuf(d.links().getFirst().device());
+    }
+
+    /** Whether any device advertises GPU memory (dma-buf) in its properties. */
+    private boolean gpuCapable() {
+        Fabric f = fabricOrFail();
+        for (NcclDevice d : devices) {
+            if (gpuCapable(d)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private Fabric fabricOrFail() {
+        Fabric f = fabric;
+        if (f == null) {
+            throw new IllegalStateException("the plugin is not initialized (NCCL called it after finalize)");
+        }
+        return f;
+    }
+
+    // ---- memory registration --------------------------------------------------------------------------------------
+
+    public synchronized int regMr(long comm, long data, long size, int type, long offset, int fd, long mhandleOut) {
+        try {
+            Mem.putLong(mhandleOut, 0);
+            if (type != Nccl.PTR_HOST && type != Nccl.PTR_CUDA) {
+                LOG.warn("regMr: unknown memory type {} (NCCL passes HOST {} or CUDA {})", type, Nccl.PTR_HOST,
+                        Nccl.PTR_CUDA);
+                return Nccl.INVALID_ARGUMENT;
+            }
+            if (data == 0 || size <= 0) {
+                LOG.warn("regMr: bad range {} +{}", Long.toHexString(data), size);
+                return Nccl.INVALID_ARGUMENT;
+            }
+            boolean gpu = type == Nccl.PTR_CUDA;
+            if (gpu && !gpuCapable()) {
+                LOG.warn("regMr: CUDA memory, but no jmesh device can register GPU memory (ptrSupport is HOST): "
+                        + "NCCL should have staged it through host buffers; this is a bug in the caller");
+                return Nccl.INVALID_ARGUMENT;
+            }
+            Registration r;
+            if (gpu && fd >= 0) {
+                r = fabricOrFail().registerDmaBuf(fd, offset, size, data);
+            } else if (fd >= 0) {
+                LOG.warn("regMr: a dma-buf (fd {}) for host memory: NCCL passes dma-bufs only for CUDA memory", fd);
+                return Nccl.INVALID_ARGUMENT;
+            } else {
+                // host memory, or CUDA memory without a dma-buf: ibv_reg_mr, which only nvidia-peermem makes work
+                r = fabricOrFail().register(Mem.segment(data, size));
+            }
+            long handle = registrations.add(new MemHandle(r, gpu));
+            Mem.putLong(mhandleOut, handle);
+            return Nccl.SUCCESS;
+        } catch (Throwable t) {
+            return fail("regMr", t, Nccl.SYSTEM_ERROR);
+        }
+    }
+
+    public synchronized int deregMr(long comm, long mhandle) {
+        try {
+            MemHandle m = registrations.remove(mhandle);
+            if (m == null) {
+                LOG.warn("deregMr: unknown memory handle {}", mhandle);
+                return Nccl.INVALID_ARGUMENT;
+            }
+            m.registration.close();
+            return Nccl.SUCCESS;
+        } catch (Throwable t) {
+            return fail("deregMr", t, Nccl.INTERNAL_ERROR);
+        }
+    }
+
+    // ---- data path: no locks, no allocation -----------------------------------------------------------------------
+
+    public int isend(long sendComm, long data, long size, int tag, long mhandle, long requestOut) {
+        try {
+            Comm c = comms.get(sendComm);
+            MemHandle m = registrations.get(mhandle);
+            if (!(c instanceof SendComm s) || m == null) {
+                return badHandle("isend", sendComm, mhandle);
+            }
+            long off = m.offsetOf(data, size);
+            if (off < 0 || size > Nccl.MAX_MESSAGE_BYTES) {
+                return badRange("isend", data, size, m);
+            }
+            int id = s.isend(m, off, size, tag);
+            if (id >= 0) {
+                Mem.putLong(requestOut, Comm.request(sendComm, id));
+                return Nccl.SUCCESS;
+            }
+            Mem.putLong(requestOut, 0);
+            return id == Status.NOT_READY ? Nccl.SUCCESS : failed("isend", s, id);
+        } catch (Throwable t) {
+            return fail("isend", t, Nccl.INTERNAL_ERROR);
+        }
+    }
+
+    public int irecv(long recvComm, int n, long data, long sizes, long tags, long mhandles, long requestOut) {
+        try {
+            Comm c = comms.get(recvComm);
+            if (!(c instanceof RecvComm r)) {
+                return badHandle("irecv", recvComm, 0);
+            }
+            if (n < 1 || n > Nccl.MAX_RECVS) {
+                LOG.warn("irecv: {} buffers, jmesh takes 1 to {}", n, Nccl.MAX_RECVS);
+                return Nccl.INVALID_ARGUMENT;
+            }
+            for (int i = 0; i < n; i++) {
+                long ptr = Mem.getLong(data + 8L * i);
+                long size = Mem.getLong(sizes + 8L * i);
+                long mh = Mem.getLong(mhandles + 8L * i);
+                MemHandle m = registrations.get(mh);
+                if (m == null) {
+                    java.util.Arrays.fill(r.registrations, null);
+                    return badHandle("irecv", recvComm, mh);
+                }
+                long off = m.offsetOf(ptr, size);
+                if (off < 0) {
+                    java.util.Arrays.fill(r.registrations, null);
+                    return badRange("irecv", ptr, size, m);
+                }
+                r.registrations[i] = m.registration;
+                r.offsets[i] = off;
+                r.maxSizes[i] = size;
+                r.tags[i] = Mem.getInt(tags + 4L * i);
+            }
+            int id = r.irecv(n);
+            if (id >= 0) {
+                Mem.putLong(requestOut, Comm.request(recvComm, id));
+                return Nccl.SUCCESS;
+            }
+            Mem.putLong(requestOut, 0);
+            return id == Status.NOT_READY ? Nccl.SUCCESS : failed("irecv", r, id);
+        } catch (Throwable t) {
+            return fail("irecv", t, Nccl.INTERNAL_ERROR);
+        }
+    }
+
+    /**
+     * NCCL's flush. NCCL flushes only receives into GPU memory; jmesh registers host memory only (ptrSupport HOST),
+     * where received data is visible once test reported the receive done, so there is nothing to wait for: the request
+     * is NULL, which NCCL reads as complete. (With GPU memory registration in the transport, this becomes {@link
+     * Receiver#iflush}, an RDMA READ through a loopback QP, exactly when such a buffer is flushed.)
+     */
+    public int iflush(long recvComm, int n, long data, long sizes, long mhandles, long requestOut) {
+        try {
+            Mem.putLong(requestOut, 0);
+            Comm c = comms.get(recvComm);
+            if (!(c instanceof RecvComm r)) {
+                return badHandle("iflush", recvComm, 0);
+            }
+            if (n < 1 || n > Nccl.MAX_RECVS) {
+                LOG.warn("iflush: {} buffers, jmesh takes 1 to {}", n, Nccl.MAX_RECVS);
+                return Nccl.INVALID_ARGUMENT;
+            }
+            boolean gpu = false;
+            for (int i = 0; i < n; i++) {
+                long ptr = Mem.getLong(data + 8L * i);
+                long size = Mem.getInt(sizes + 4L * i);
+                MemHandle m = registrations.get(Mem.getLong(mhandles + 8L * i));
+                if (m == null) {
+                    java.util.Arrays.fill(r.registrations, null);
+                    return badHandle("iflush", recvComm, Mem.getLong(mhandles + 8L * i));
+                }
+                long off = m.offsetOf(ptr, size);
+                if (off < 0) {
+                    java.util.Arrays.fill(r.registrations, null);
+                    return badRange("iflush", ptr, size, m);
+                }
+                gpu |= m.gpu;
+                r.registrations[i] = m.registration;
+                r.offsets[i] = off;
+                r.maxSizes[i] = size;
+            }
+            if (!gpu) {
+                // host memory is consistent once test() reported the receive: nothing to flush (a NULL request)
+                java.util.Arrays.fill(r.registrations, null);
+                return Nccl.SUCCESS;
+            }
+            int id = r.iflush(n);
+            if (id >= 0) {
+                Mem.putLong(requestOut, Comm.request(recvComm, id));
+                return Nccl.SUCCESS;
+            }
+            // NCCL reads a NULL flush request as "done", so a flush that cannot start is an error, not a retry
+            return failed("iflush", r, id);
+        } catch (Throwable t) {
+            return fail("iflush", t, Nccl.INTERNAL_ERROR);
+        }
+    }
+
+    public int test(long request, long doneOut, long sizesOut) {
+        try {
+            Comm c = comms.get(Comm.commOf(request));
+            if (c == null) {
+                LOG.warn("test: request 0x{} belongs to no open comm", Long.toHexString(request));
+                return Nccl.INVALID_ARGUMENT;
+            }
+            int rc = c.test(Comm.idOf(request), sizesOut);
+            if (rc >= 0) {
+                Mem.putInt(doneOut, rc);
+                return Nccl.SUCCESS;
+            }
+            Mem.putInt(doneOut, 0);
+            return failed("test", c, rc);
+        } catch (Throwable t) {
+            return fail("test", t, Nccl.INTERNAL_ERROR);
+        }
+    }
+
+    // ---- close ----------------------------------------------------------------------------------------------------
+
+    public synchronized int closeSend(long sendComm) {
+        return closeComm("closeSend", sendComm);
+    }
+
+    public synchronized int closeRecv(long recvComm) {
+        return closeComm("closeRecv", recvComm);
+    }
+
+    private int closeComm(String what, long handle) {
+        try {
+            Comm c = comms.remove(handle);
+            if (c == null) {
+                LOG.warn("{}: unknown comm {}", what, handle);
+                return Nccl.INVALID_ARGUMENT;
+            }
+            c.close();
+            return Nccl.SUCCESS;
+        } catch (Throwable t) {
+            return fail(what, t, Nccl.INTERNAL_ERROR);
+        }
+    }
+
+    public synchronized int closeListen(long listenComm) {
+        try {
+            Listener l = listeners.remove(listenComm);
+            if (l == null) {
+                LOG.warn("closeListen: unknown listen comm {}", listenComm);
+                return Nccl.INVALID_ARGUMENT;
+            }
+            l.close();
+            return Nccl.SUCCESS;
+        } catch (Throwable t) {
+            return fail("closeListen", t, Nccl.INTERNAL_ERROR);
+        }
+    }
+
+    // ---- errors ---------------------------------------------------------------------------------------------------
+
+    /** For tests: the number of open objects (comms, listeners, registrations, connects in progress). */
+    synchronized List<Integer> openCounts() {
+        return List.of(comms.size(), listeners.size(), registrations.size(), pending.size());
+    }
+
+    private int failed(String op, Comm c, int status) {
+        int result = status == Status.BAD_ARGUMENT || status == Status.TRUNCATED ? Nccl.INVALID_USAGE
+                : Nccl.REMOTE_ERROR;
+        if (!c.failureLogged) {
+            c.failureLogged = true;
+            String why = c.error();
+            LOG.warn("jmesh {} on comm {} failed: {}{} -> {}", op, c.handle, Status.describe(status),
+                    why == null ? "" : " (" + why + ")", Nccl.describe(result));
+        }
+        return result;
+    }
+
+    private static int badHandle(String op, long comm, long mhandle) {
+        LOG.warn("jmesh {}: unknown comm {} or memory handle {}", op, comm, mhandle);
+        return Nccl.INVALID_ARGUMENT;
+    }
+
+    private static int badRange(String op, long data, long size, MemHandle m) {
+        LOG.warn("jmesh {}: buffer 0x{} +{} is not inside its {}", op, Long.toHexString(data), size, m);
+        return Nccl.INVALID_ARGUMENT;
+    }
+
+    private static int fail(String op, Throwable t, int result) {
+        try {
+            LOG.warn("jmesh {} failed: {} -> {}", op, t.getMessage() != null ? t.getMessage() : t.toString(),
+                    Nccl.describe(result));
+            LOG.debug("jmesh {} failure", op, t);
+        } catch (Throwable ignored) {
+            // logging itself failed; the result code still reports the error
+        }
+        return result;
+    }
+
+    /** For tests and logs: the devices NCCL sees. */
+    synchronized List<NcclDevice> deviceList() {
+        return new ArrayList<>(devices);
+    }
+}

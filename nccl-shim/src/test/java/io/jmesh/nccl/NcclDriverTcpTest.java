@@ -1,0 +1,69 @@
+package io.jmesh.nccl;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The installed plugin (target/nccl-plugin: the .so, its lib/ jars, the JVM it starts) driven exactly as NCCL drives
+ * it, by nccl-net-driver in separate processes, over jmesh's TCP provider on loopback: non-blocking connect/accept,
+ * registrations, isend/irecv with grouped receives and many requests in flight, test() with real sizes (sends one
+ * byte shorter than the posted receive), every byte verified, orderly close, finalize, dlclose and reload.
+ */
+class NcclDriverTcpTest {
+    private static final Map<String, String> TCP = Map.of("JMESH_PROVIDER", "tcp", "JMESH_ADDRESSES", "127.0.0.1/8",
+            "NCCL_DEBUG", "INFO");
+
+    @Test
+    void twoRanksNewestApiWithReload(@TempDir Path dir) throws Exception {
+        List<DriverRun.Rank> ranks = DriverRun.run(dir, 2, TCP, 240, "--min", "0", "--max", "1M", "--iters", "32",
+                "--window", "8", "--group", "4", "--log-level", "3", "--reload", "--timeout", "180");
+        String all = DriverRun.describe(ranks);
+        for (DriverRun.Rank r : ranks) {
+            assertEquals(0, r.exit(), all);
+            assertTrue(r.output().contains("through ncclNetPlugin_v12"), all);
+            assertTrue(r.output().contains("PASS"), all);
+            assertTrue(r.output().contains("reloaded (dlclose, dlopen, init"), all);
+            // a line logged by Java (Log4j -> appender -> C helper -> the driver's NCCL-style logger), at NCCL INFO
+            // with the NET subsystem flag, so NCCL_DEBUG_SUBSYS=NET shows it
+            assertTrue(Pattern.compile("level=3 flags=0x1[01] NcclPlugin:0\\] jmesh NCCL plugin v12 API: tcp provider")
+                    .matcher(r.output()).find(), all);
+            assertTrue(r.output().contains("joining the JVM already in this process"), all);
+        }
+    }
+
+    @ParameterizedTest(name = "ncclNetPlugin_v{0}")
+    @ValueSource(ints = {11, 10, 9, 8})
+    void everyOlderApiVersion(int api, @TempDir Path dir) throws Exception {
+        List<DriverRun.Rank> ranks = DriverRun.run(dir, 2, TCP, 180, "--api", Integer.toString(api), "--min", "4K",
+                "--max", "64K", "--iters", "16", "--group", "2", "--timeout", "120");
+        String all = DriverRun.describe(ranks);
+        for (DriverRun.Rank r : ranks) {
+            assertEquals(0, r.exit(), all);
+            assertTrue(r.output().contains("through ncclNetPlugin_v" + api), all);
+            assertTrue(r.output().contains("maxRecvs=8"), all);
+            assertTrue(r.output().contains("PASS"), all);
+        }
+    }
+
+    @Test
+    void threeRanksEachConnectedToBoth(@TempDir Path dir) throws Exception {
+        List<DriverRun.Rank> ranks = DriverRun.run(dir, 3, TCP, 240, "--min", "64K", "--max", "256K", "--iters",
+                "16", "--timeout", "180");
+        String all = DriverRun.describe(ranks);
+        for (DriverRun.Rank r : ranks) {
+            assertEquals(0, r.exit(), all);
+            assertTrue(r.output().contains("connected to 2 peer(s)"), all);
+            assertTrue(r.output().contains("PASS"), all);
+        }
+    }
+}

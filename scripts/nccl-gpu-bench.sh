@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Real NCCL through the jmesh plugin on one GPU machine (two ranks, one per GPU), against NCCL's built-in Socket
+# transport in the same run. Needs the install layout with a bundled Java runtime (scripts/nccl-runtime.sh), torch and
+# torchrun (PYTHON, default /opt/torch/.venv/bin/python). Writes logs and JSON results to OUT (default
+# target/nccl-gpu). See docs/nccl.md and docs/benchmarks.md.
+#   usage: scripts/nccl-gpu-bench.sh [--quick]
+# Environment: PLUGIN_DIR (the install layout), PYTHON, OUT, SIZES (MiB, default 1,4,16,64,256), ITERS (10),
+# JMESH_SOCKETS_SWEEP (e.g. "1 8": extra jmesh runs with that many TCP sockets per connection).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+PLUGIN_DIR=${PLUGIN_DIR:-$ROOT/nccl-shim/target/nccl-plugin}
+PYTHON=${PYTHON:-/opt/torch/.venv/bin/python}
+OUT=${OUT:-$ROOT/target/nccl-gpu}
+SIZES=${SIZES:-1,4,16,64,256}
+ITERS=${ITERS:-10}
+[ "${1:-}" = "--quick" ] && { SIZES=1,16; ITERS=3; }
+mkdir -p "$OUT"
+status=0
+
+# Never let NVLink multicast start: these three stay set in every environment started from here.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# Force NCCL onto a network transport between the two GPUs of this host.
+export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
+export JMESH_JAVA_HOME=${JMESH_JAVA_HOME:-$PLUGIN_DIR/jre} JMESH_PROVIDER=${JMESH_PROVIDER:-tcp}
+
+[ -f "$PLUGIN_DIR/libnccl-net-jmesh.so" ] || { echo "no plugin in $PLUGIN_DIR (build it: mvn package -pl nccl-shim -am)"; exit 2; }
+[ -x "$JMESH_JAVA_HOME/bin/java" ] || { echo "no Java runtime at $JMESH_JAVA_HOME (scripts/nccl-runtime.sh)"; exit 2; }
+{
+    echo "host: $(hostname) $(uname -r)"
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -4
+    "$PYTHON" -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())'
+    "$JMESH_JAVA_HOME/bin/java" -version 2>&1 | head -1
+    nproc
+} 2>&1 | tee "$OUT/machine.txt"
+
+echo "== 1. driver smoke: jmesh over TCP between two processes on this host"
+rm -rf "$OUT/driver" && mkdir -p "$OUT/driver"
+for r in 0 1; do
+    NCCL_DEBUG=INFO timeout 180 "$PLUGIN_DIR/bin/nccl-net-driver" --plugin "$PLUGIN_DIR/libnccl-net-jmesh.so" \
+        --rank $r --nranks 2 --dir "$OUT/driver" --min 4K --max 4M --iters 64 --log-level 3 --timeout 120 \
+        > "$OUT/driver/rank$r.log" 2>&1 &
+done
+wait
+grep -h 'driver:' "$OUT/driver/rank0.log" | tail -12
+grep -q 'PASS' "$OUT/driver/rank0.log" && grep -q 'PASS' "$OUT/driver/rank1.log" || { echo "driver smoke FAILED"; tail -20 "$OUT"/driver/rank*.log; status=1; }
+
+START=$SECONDS
+run_torch() { # label, time limit (s), then environment assignments
+    local label=$1 limit=$2
+    shift 2
+    echo "== torch $label: $*"
+    env "$@" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET timeout "$limit" "$PYTHON" -m torch.distributed.run \
+        --nproc_per_node=2 --master_port=$((29500 + RANDOM % 1000)) "$ROOT/scripts/nccl_torch_bench.py" \
+        --label "$label" --out "$OUT" --sizes-mib "$SIZES" --iters "$ITERS" > "$OUT/$label.log" 2>&1
+    local rc=$?
+    grep -E '^(==|op |all_)' "$OUT/$label.log"
+    grep -m3 -E 'NET/Plugin|Using network|Loaded net plugin|jmesh NCCL plugin' "$OUT/$label.log"
+    if [ $rc -ne 0 ]; then echo "torch $label FAILED (exit $rc)"; tail -40 "$OUT/$label.log"; status=1; fi
+}
+
+echo "== 2. baseline: NCCL's built-in Socket transport, defaults (1 socket, no helper threads)"
+run_torch socket 150 NCCL_NET_PLUGIN=none NCCL_NET=Socket
+
+echo "== 3. PyTorch over the jmesh plugin (NCCL_NET_PLUGIN=jmesh, found on LD_LIBRARY_PATH)"
+run_torch jmesh 270 NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+grep -q 'Loaded net plugin jmesh' "$OUT/jmesh.log" || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
+
+if [ $((SECONDS - START)) -lt ${SOCKET4_BEFORE_S:-330} ]; then
+    echo "== 4. baseline: NCCL Socket with 4 sockets per connection (jmesh's TCP provider uses JMESH_TCP_SOCKETS=4)"
+    run_torch socket4 150 NCCL_NET_PLUGIN=none NCCL_NET=Socket NCCL_NSOCKS_PERTHREAD=4 NCCL_SOCKET_NTHREADS=1
+else
+    echo "== 4. skipped (time): NCCL Socket with 4 sockets per connection"
+fi
+
+# optional: jmesh with other numbers of TCP data sockets per connection, e.g. JMESH_SOCKETS_SWEEP="1 8"
+for n in ${JMESH_SOCKETS_SWEEP:-}; do
+    echo "== 5. jmesh with JMESH_TCP_SOCKETS=$n"
+    run_torch "jmesh-tcp$n" 150 NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh JMESH_TCP_SOCKETS="$n" \
+        LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
+
+echo "results in $OUT ($((SECONDS - START)) s)"
+exit $status

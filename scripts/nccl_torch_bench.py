@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""all_reduce and all_gather between the ranks of a torchrun job, checked for correctness, timed per size.
+
+Run by scripts/nccl-gpu-bench.sh under torchrun (one process per GPU):
+    torchrun --nproc_per_node=2 scripts/nccl_torch_bench.py --label jmesh --out results/
+Each rank checks every result element; rank 0 prints a table and writes <out>/<label>.json.
+Bus bandwidth as nccl-tests defines it: all_reduce 2(n-1)/n * S / t, all_gather (n-1)/n * S_total / t,
+with t the median of the timed iterations.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+MIB = 1 << 20
+
+
+def pattern(n, rank, device):
+    # small integers, exact in float32, different per rank and per element
+    return (torch.arange(n, device=device, dtype=torch.int64) % 251 + 1000 * (rank + 1)).to(torch.float32)
+
+
+def timed(fn, iters):
+    times = []
+    for _ in range(iters):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--label", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sizes-mib", default="1,4,16,64,256")
+    ap.add_argument("--iters", type=int, default=10)
+    args = ap.parse_args()
+
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    device = torch.device("cuda", local_rank)
+    dist.init_process_group("nccl", device_id=device)
+    rank, n = dist.get_rank(), dist.get_world_size()
+    rows = []
+    failures = 0
+    for mib in [int(s) for s in args.sizes_mib.split(",")]:
+        count = mib * MIB // 4  # float32 elements
+        # all_reduce: correctness, then timing
+        x = pattern(count, rank, device)
+        dist.all_reduce(x)
+        base = torch.arange(count, device=device, dtype=torch.int64) % 251
+        expected = (base * n + 1000 * sum(r + 1 for r in range(n))).to(torch.float32)
+        if not torch.equal(x, expected):
+            bad = int((x != expected).sum())
+            print(f"rank {rank}: all_reduce {mib} MiB: {bad} wrong elements", flush=True)
+            failures += 1
+        y = pattern(count, rank, device)
+        for _ in range(2):
+            dist.all_reduce(y)
+        t = timed(lambda: dist.all_reduce(y), args.iters)
+        size = count * 4
+        rows.append({"op": "all_reduce", "bytes": size, "time_s": t, "algbw_GBps": size / t / 1e9,
+                     "busbw_GBps": size / t / 1e9 * 2 * (n - 1) / n})
+        # all_gather: every rank's pattern must arrive intact
+        src = pattern(count, rank, device)
+        out = [torch.empty(count, device=device, dtype=torch.float32) for _ in range(n)]
+        dist.all_gather(out, src)
+        for r in range(n):
+            if not torch.equal(out[r], pattern(count, r, device)):
+                print(f"rank {rank}: all_gather {mib} MiB: part from rank {r} wrong", flush=True)
+                failures += 1
+        for _ in range(2):
+            dist.all_gather(out, src)
+        t = timed(lambda: dist.all_gather(out, src), args.iters)
+        total = size * n
+        rows.append({"op": "all_gather", "bytes": size, "time_s": t, "algbw_GBps": total / t / 1e9,
+                     "busbw_GBps": total / t / 1e9 * (n - 1) / n})
+        del x, y, src, out, base, expected
+    fails = torch.tensor([failures], device=device)
+    dist.all_reduce(fails)
+    if rank == 0:
+        v = torch.cuda.nccl.version()
+        result = {"label": args.label, "world_size": n,
+                  "nccl_version": ".".join(map(str, v)) if isinstance(v, tuple) else str(v),
+                  "torch": torch.__version__, "gpu": torch.cuda.get_device_name(device),
+                  "correct": int(fails.item()) == 0, "rows": rows,
+                  "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "JMESH_"))}}
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, args.label + ".json"), "w") as f:
+            json.dump(result, f, indent=1)
+        print(f"== {args.label}: NCCL {result['nccl_version']}, {n} ranks, correct={result['correct']}")
+        print(f"{'op':<11} {'size':>10} {'time ms':>9} {'busbw GB/s':>11}")
+        for r in rows:
+            print(f"{r['op']:<11} {r['bytes'] // MIB:>7} MiB {r['time_s'] * 1e3:>9.2f} {r['busbw_GBps']:>11.2f}")
+    dist.destroy_process_group()
+    sys.exit(0 if int(fails.item()) == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()
