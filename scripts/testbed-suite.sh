@@ -65,4 +65,6 @@ else
         echo "testbed: no NCCL plugin layout (nccl-shim/target/nccl-plugin: the Maven build above failed?)"
         add_counts 0 1 0
     fi
+    # the command line on real verbs: jmesh doctor (a real handshake), a short jmesh bw and jmesh lat on pair (~70 s)
+    testbed_step cli scripts/cli-testbed.sh --retry-infra
 fi
