@@ -26,7 +26,8 @@ public interface Registration extends AutoCloseable {
 
     /**
      * The descriptor a peer needs for one-sided {@link Sender#write} and {@link Sender#read} into this memory. Give
-     * it only to peers you trust with the whole registered range: they can read and write it while it is registered.
+     * it only to peers you trust with the whole registered range: they can read and write it while it is registered
+     * (on verbs, while any registration of the same pages is open: the provider shares memory regions among them).
      */
     RemoteRegion remote();
 

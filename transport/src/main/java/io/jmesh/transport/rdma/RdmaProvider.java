@@ -292,6 +292,9 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
      */
     @Override
     public synchronized boolean supportsDmaBuf(String device) {
+        if (!devices.contains(device)) {
+            return false; // not one of this provider's devices (NCCL's names carry a ":port", TCP has none)
+        }
         Boolean known = dmaBufSupport.get(device);
         if (known == null) {
             ProtectionDomain pd = domain(device);
