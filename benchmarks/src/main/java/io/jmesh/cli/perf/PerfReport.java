@@ -25,7 +25,8 @@ public final class PerfReport {
     public static String bwLine(long size, long iterations, double peakBytesPerSecond, double avgBytesPerSecond,
                                 double messagesPerSecond, boolean gbits) {
         return String.format(Locale.ROOT, " %-10d %-10d     %-7.2f            %-7.2f              %-7.6f", size,
-                iterations, rate(peakBytesPerSecond, gbits), rate(avgBytesPerSecond, gbits), messagesPerSecond / 1e6);
+                iterations, rate(peakBytesPerSecond, gbits), rate(avgBytesPerSecond, gbits), messagesPerSecond / 1e6)
+                .stripTrailing(); // left-justified columns pad a short last value: no trailing blanks
     }
 
     /**
@@ -48,7 +49,7 @@ public final class PerfReport {
         return String.format(Locale.ROOT, " %-7d %-10d %-7.2f        %-7.2f      %-7.2f          %-7.2f          %-7.2f"
                         + "            %-7.2f                 %-7.2f", size, n, half(rttNanos[0]), half(rttNanos[n - 1]),
                 half(rttNanos[n / 2]), avg / 2000.0, stdev / 2000.0, half(rttNanos[percentile(n, 0.99)]),
-                half(rttNanos[percentile(n, 0.999)]));
+                half(rttNanos[percentile(n, 0.999)])).stripTrailing();
     }
 
     private static double half(long rttNanos) {
