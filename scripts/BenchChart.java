@@ -139,7 +139,7 @@ public class BenchChart {
             String label = switch (tool.getKey()) {
                 case "perftest" -> "ib_write_bw";
                 case "jmesh" -> "jmesh bw";
-                case "jmeshyield" -> "jmesh bw --poll yield";
+                case "jmeshspin" -> "jmesh bw --poll spin";
                 default -> tool.getKey();
             };
             out.add(new Series(label, points));

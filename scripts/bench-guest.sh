@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs inside the testbed guests for scripts/bench-testbed.sh (not by hand).
-#   bench-guest.sh perf ROUNDS   on 'pair': guest b serves, guest a is the client; ib_write_bw, jmesh bw and jmesh
-#                                bw --poll yield for every size, then the same for latency, ROUNDS times (interleaved,
-#                                so all see the same host load); logs in $TESTBED_OUT/perf/
+#   bench-guest.sh perf ROUNDS   on 'pair': guest b serves, guest a is the client; ib_write_bw and jmesh bw for every
+#                                size (and jmesh bw --poll spin at 64 KiB and 1 MiB), then ib_write_lat and jmesh lat,
+#                                ROUNDS times (interleaved, so all see the same host load); logs in $TESTBED_OUT/perf/
 #   bench-guest.sh jmh           on 'single': the JMH benchmarks with the verbs provider, short settings, -prof gc;
 #                                JSON in $TESTBED_OUT/jmh-bw.json and jmh-lat.json
 set -uo pipefail
@@ -20,8 +20,8 @@ fi
 
 rounds=${1:-3}
 # size:iterations, the same for perftest and jmesh (≈8-100 MB per step at the testbed's 5-20 MB/s)
-SIZES=(4096:1000 65536:500 262144:200 1048576:60)
-LAT_N=1000
+SIZES=(4096:2000 65536:1000 262144:300 1048576:100)
+LAT_N=2000
 dev=rxe0
 v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}
 v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
@@ -55,12 +55,13 @@ for ((r = 1; r <= rounds; r++)); do
     s=${sn%%:*} n=${sn##*:}
     pair "r$r-perftest-bw-$s" perftest ib_write_bw -d $dev -x "$gidx" -F -s "$s" -n "$n" || { fail=1; break 2; }
     pair "r$r-jmesh-bw-$s" jmesh bw -d $dev -x "$gidx" -s "$s" -n "$n" --warmup $((n / 5)) || { fail=1; break 2; }
-    pair "r$r-jmeshyield-bw-$s" jmesh bw -d $dev -x "$gidx" -s "$s" -n "$n" --warmup $((n / 5)) --poll yield \
-      || { fail=1; break 2; }
+    if [[ $s == 65536 || $s == 1048576 ]]; then
+      pair "r$r-jmeshspin-bw-$s" jmesh bw -d $dev -x "$gidx" -s "$s" -n "$n" --warmup $((n / 5)) --poll spin \
+        || { fail=1; break 2; }
+    fi
   done
   pair "r$r-perftest-lat-2" perftest ib_write_lat -d $dev -x "$gidx" -F -s 2 -n $LAT_N || { fail=1; break; }
   pair "r$r-jmesh-lat-2" jmesh lat -d $dev -x "$gidx" -s 2 -n $LAT_N --warmup 200 || { fail=1; break; }
-  pair "r$r-jmeshyield-lat-2" jmesh lat -d $dev -x "$gidx" -s 2 -n $LAT_N --warmup 200 --poll yield || { fail=1; break; }
   echo "bench[$TESTBED_NAME]: round $r of $rounds done"
 done
 [[ $fail == 0 ]] && { testbed-barrier bench-done 400 || fail=1; }

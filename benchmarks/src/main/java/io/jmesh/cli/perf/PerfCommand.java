@@ -35,6 +35,7 @@ import java.util.Map;
  * <pre>
  * client: hello version=1 test=bw|lat qps=Q maxsize=M [handle=H]     (H: the client's handle, for lat)
  * server: handle handle=H                                           (or: error TEXT)
+ * client: jit                    server: jit ms=N     (N: the server JVM's total JIT compilation time, -1: unknown)
  * client: end totals=T1,T2,..    server: done        (after each size: messages per connection so far, cumulative)
  * client: report TEXT                                (a result line for the server to print)
  * client: bye
@@ -42,18 +43,23 @@ import java.util.Map;
  * The hot loops allocate nothing: request ids live in preallocated rings and times in preallocated arrays.
  */
 public final class PerfCommand {
-    static final int PROTOCOL = 1;
+    static final int PROTOCOL = 2;
+    /** A warm-up round in which a JVM's JIT compiled for at most this long counts as quiet. */
+    private static final long QUIET_MS = 10;
+    private static final long ROUND_NS = 1_000_000_000L;
     private static final int RING = 32;
     /** Latency samples kept per size in duration mode. */
     private static final int MAX_SAMPLES = 1 << 20;
 
     private final PerfOptions o;
     private final PrintStream out;
+    private final PrintStream err;
     private io.jmesh.transport.discovery.DiscoveryResult found;
 
-    private PerfCommand(PerfOptions o, PrintStream out) {
+    private PerfCommand(PerfOptions o, PrintStream out, PrintStream err) {
         this.o = o;
         this.out = out;
+        this.err = err;
     }
 
     /** Runs 'jmesh bw' or 'jmesh lat' with the given arguments; returns the exit status. */
@@ -63,7 +69,7 @@ public final class PerfCommand {
             return 0;
         }
         try {
-            PerfCommand c = new PerfCommand(o, out);
+            PerfCommand c = new PerfCommand(o, out, err);
             if (o.isServer()) {
                 c.server();
             } else {
@@ -170,17 +176,23 @@ public final class PerfCommand {
         int[] tags = {0};
         long lastProgress = System.nanoTime();
         long timeoutNs = o.timeout().toNanos();
+        Idler idler = new Idler(o.poll());
+        int refill = Math.max(1, o.depth() / 4);
         for (long spin = 0; ; spin++) {
             boolean progress = false;
             for (int c = 0; c < q; c++) {
                 Receiver r = rs[c];
-                if (posted[c] - done[c] < o.depth()) {
-                    int req = r.irecv(1, regs, offsets, max, tags);
-                    if (req >= 0) {
+                // refill in batches, so that one clear-to-send write announces several receives
+                if (o.depth() - (posted[c] - done[c]) >= refill) {
+                    while (posted[c] - done[c] < o.depth()) {
+                        int req = r.irecv(1, regs, offsets, max, tags);
+                        if (req == Status.NOT_READY) {
+                            break;
+                        } else if (req < 0) {
+                            throw new IOException("irecv failed: " + Status.describe(req) + " " + r.error());
+                        }
                         ring[c][(int) (posted[c] & (RING - 1))] = req;
                         posted[c]++;
-                    } else if (req != Status.NOT_READY) {
-                        throw new IOException("irecv failed: " + Status.describe(req) + " " + r.error());
                     }
                 }
                 if (done[c] < posted[c]) {
@@ -207,8 +219,10 @@ public final class PerfCommand {
                     waiting = false;
                 }
             }
-            if (!progress && o.yield()) {
-                Thread.yield();
+            if (progress) {
+                idler.reset();
+            } else {
+                idler.idle();
             }
             long now = progress || (spin & 255) == 0 ? System.nanoTime() : 0;
             if (progress) {
@@ -219,6 +233,8 @@ public final class PerfCommand {
                     if (line.equals("bye")) {
                         oob.send("bye");
                         return;
+                    } else if (line.equals("jit")) {
+                        oob.send("jit ms=" + compileMillis());
                     } else if (line.startsWith("report ")) {
                         out.println(line.substring(7));
                         out.flush();
@@ -256,33 +272,42 @@ public final class PerfCommand {
         return t;
     }
 
-    /** lat server: sends every message it receives straight back, with its size. */
+    /**
+     * lat server: sends every message it receives straight back, with its size. Like the client, it keeps {@link
+     * #LAT_AHEAD} receives posted and reposts them in batches.
+     */
     private void echo(Oob oob, Receiver r, Sender s, Registration reg, long maxSize) throws IOException {
         Registration[] regs = {reg};
-        long[] offsets = {0};
         long[] max = {maxSize};
-        int[] tags = {0};
-        int recv = postOrFail(r, regs, offsets, max, tags);
+        int[] ring = new int[LAT_AHEAD];
+        long posted = 0;
+        long received = 0;
+        posted = refillAhead(r, regs, max, ring, posted, received);
         int send = -1;
+        Idler idler = new Idler(o.poll());
         long echoed = 0;
         long target = -1;
         long lastProgress = System.nanoTime();
         long timeoutNs = o.timeout().toNanos();
         for (long spin = 0; ; spin++) {
+            int recv = ring[(int) (received % LAT_AHEAD)];
             int t = r.test(recv);
             if (t == 1) {
                 long n = r.size(recv, 0);
-                recv = postOrFail(r, regs, offsets, max, tags);
-                if (send >= 0) {
-                    completeSend(s, send);
+                received++;
+                int previous = send;
+                send = sendOrFail(s, reg, n);      // the echo first: it is what the client waits for
+                if (previous >= 0) {
+                    completeSend(s, previous);
                 }
-                send = sendOrFail(s, reg, n);
+                posted = refillAhead(r, regs, max, ring, posted, received);
                 echoed++;
                 lastProgress = System.nanoTime();
+                idler.reset();
             } else if (t < 0) {
                 throw new IOException("receive failed: " + Status.describe(t) + " " + r.error());
-            } else if (o.yield()) {
-                Thread.yield();
+            } else {
+                idler.idle();
             }
             if (target >= 0 && echoed == target) {
                 if (send >= 0) {
@@ -302,6 +327,8 @@ public final class PerfCommand {
                         }
                         oob.send("bye");
                         return;
+                    } else if (line.equals("jit")) {
+                        oob.send("jit ms=" + compileMillis());
                     } else if (line.startsWith("report ")) {
                         out.println(line.substring(7));
                         out.flush();
@@ -318,6 +345,26 @@ public final class PerfCommand {
                 }
             }
         }
+    }
+
+    /**
+     * Receives the latency test keeps posted at each end: the clear-to-send writes that announce them then travel
+     * once per LAT_AHEAD / 2 round trips, in a batch, instead of in every round trip (where a receiver-driven
+     * transport would otherwise pay one more RDMA write than ib_write_lat per message).
+     */
+    static final int LAT_AHEAD = 32;
+
+    /** Tops the posted receives up to LAT_AHEAD once half of them are used; returns the new posted count. */
+    private long refillAhead(Receiver r, Registration[] regs, long[] max, int[] ring, long posted, long received)
+            throws IOException {
+        if (posted - received > LAT_AHEAD / 2) {
+            return posted;
+        }
+        while (posted - received < LAT_AHEAD) {
+            ring[(int) (posted % LAT_AHEAD)] = postOrFail(r, regs, ZERO_OFFSET, max, ZERO_TAG);
+            posted++;
+        }
+        return posted;
     }
 
     // ------------------------------------------------------------------------------------------------ client
@@ -397,7 +444,9 @@ public final class PerfCommand {
                         : "jmesh BW Test (isend/irecv, receiver-driven)",
                 "Provider", fabric.provider(), "Device", device, "GID index", gid, "Number of qps",
                 Integer.toString(qps), lat ? "Depth" : "Tx depth", Integer.toString(o.depth()), "Mtu", mtu,
-                "Route", route, "Polling", o.yield() ? "yield the CPU when idle" : "spin", "Warmup", o.warmupFor() + (lat ? " round trips" : " messages") + " per size",
+                "Route", route, "Polling", Idler.describe(o.poll()), "Warmup", o.warmupFor() + (lat ? " round trips" : " messages") + " per size"
+                        + (o.settle().isZero() ? "" : ", then until the JIT is quiet (at most " + o.settle().toSeconds()
+                        + " s)"),
                 "Data ex. method", "TCP port " + o.port() + " (jmesh listen handles)");
         out.flush();
     }
@@ -413,7 +462,11 @@ public final class PerfCommand {
         long[] posted = new long[q];
         long[] done = new long[q];
         long warm = o.warmupFor();
-        stream(s, reg, size, ring, posted, done, warm, 0, null);
+        // warm-up takes the measurement's code path (peak window too): a branch first taken when measuring would be
+        // compiled then, on the measurement's CPU time
+        long[] scratch = new long[peakWindow];
+        stream(s, reg, size, ring, posted, done, warm, 0, scratch);
+        settle(oob, size, () -> stream(s, reg, size, ring, posted, done, -1, ROUND_NS, scratch));
         long start = System.nanoTime();
         long measured = o.duration() > 0 ? stream(s, reg, size, ring, posted, done, -1,
                 o.duration() * 1_000_000_000L, window) : stream(s, reg, size, ring, posted, done, o.iterations(), 0,
@@ -452,6 +505,7 @@ public final class PerfCommand {
         long[] times = peak == null ? null : new long[w];
         boolean stop = count == 0;
         long now = start;
+        Idler idler = new Idler(o.poll());
         for (long spin = 0; ; spin++) {
             boolean progress = false;
             for (int c = 0; c < q; c++) {
@@ -492,8 +546,10 @@ public final class PerfCommand {
             if (stop && completed == sent) {
                 break;
             }
-            if (!progress && o.yield()) {
-                Thread.yield();
+            if (progress) {
+                idler.reset();
+            } else {
+                idler.idle();
             }
             if (progress || (spin & 255) == 0) {
                 now = System.nanoTime();
@@ -517,69 +573,127 @@ public final class PerfCommand {
     /** Ping-pong: warm-up, then measured round trips; returns the result line. */
     private String latency(Oob oob, Sender s, Receiver back, Registration reg, long size, long[] totals)
             throws IOException {
-        Registration[] regs = {reg};
-        long[] offsets = {0};
-        long[] max = {o.maxSize()};
-        int[] tags = {0};
+        latRegs = new Registration[] {reg};
+        idler = new Idler(o.poll());
+        latMax = new long[] {o.maxSize()};
         long warm = o.warmupFor();
         int capacity = (int) (o.duration() > 0 ? MAX_SAMPLES : Math.min(o.iterations(), Integer.MAX_VALUE - 8));
         long[] rtt = new long[capacity];
-        int recv = backRecv >= 0 ? backRecv : postOrFail(back, regs, offsets, max, tags);
-        long timeoutNs = o.timeout().toNanos();
-        long rounds = 0;
+        latPosted = refillAhead(back, latRegs, latMax, latRing, latPosted, latRounds);
+        for (long i = 0; i < warm; i++) {
+            roundTrip(s, back, reg, size);
+        }
+        settle(oob, size, () -> {
+            long end = System.nanoTime() + ROUND_NS;
+            do {
+                roundTrip(s, back, reg, size);
+            } while (System.nanoTime() - end < 0);
+        });
         int n = 0;
-        long measureStart = 0;
-        long durationNs = o.duration() * 1_000_000_000L;
-        while (true) {
-            boolean measuring = rounds >= warm;
-            if (measuring) {
-                if (o.duration() > 0) {
-                    if (n == 0) {
-                        measureStart = System.nanoTime();
-                    } else if (n == capacity || System.nanoTime() - measureStart >= durationNs) {
-                        break;
-                    }
-                } else if (n == o.iterations()) {
-                    break;
-                }
+        if (o.duration() > 0) {
+            long durationNs = o.duration() * 1_000_000_000L;
+            long measureStart = System.nanoTime();
+            while (n < capacity && System.nanoTime() - measureStart < durationNs) {
+                rtt[n++] = roundTrip(s, back, reg, size);
             }
-            long t0 = System.nanoTime();
-            int send = sendOrFail(s, reg, size);
-            long spins = 0;
-            int t;
-            while ((t = back.test(recv)) == 0) {
-                if (o.yield()) {
-                    Thread.yield();
-                }
-                if ((++spins & 1023) == 0 && System.nanoTime() - t0 > timeoutNs) {
-                    throw new IOException("no echo for " + o.timeout().toSeconds() + " s after " + rounds
-                            + " round trips: the server or the link stalled");
-                }
+        } else {
+            while (n < o.iterations()) {
+                rtt[n++] = roundTrip(s, back, reg, size);
             }
-            long t1 = System.nanoTime();
-            if (t < 0) {
-                throw new IOException("receive failed: " + Status.describe(t) + " " + back.error());
-            }
-            if (back.size(recv, 0) != size) {
-                throw new IOException("the echo has " + back.size(recv, 0) + " bytes, not " + size);
-            }
-            recv = postOrFail(back, regs, offsets, max, tags);
-            completeSend(s, send);
-            if (measuring) {
-                rtt[n++] = t1 - t0;
-            }
-            rounds++;
         }
         // the receive posted last stays for the next size; the server's count is cumulative
-        totals[0] += rounds;
+        totals[0] = latRounds;
         oob.send("end totals=" + totals[0]);
         oob.expect("done");
-        backRecv = recv;
         return PerfReport.latLine(size, rtt, n);
     }
 
-    /** The receive left posted after the last round trip of a size: it takes the next size's first echo. */
-    private int backRecv = -1;
+    private static final long[] ZERO_OFFSET = {0};
+    private static final int[] ZERO_TAG = {0};
+    private Registration[] latRegs;
+    private long[] latMax;
+    private Idler idler;
+    /** Round trips made so far, over all sizes: also the echoes received. */
+    private long latRounds;
+    /** Receives posted for echoes so far, and their request ids: they stay posted from one size to the next. */
+    private long latPosted;
+    private final int[] latRing = new int[LAT_AHEAD];
+
+    /** One ping and its echo; returns the round-trip time in nanoseconds. Leaves a receive posted for the next. */
+    private long roundTrip(Sender s, Receiver back, Registration reg, long size) throws IOException {
+        long t0 = System.nanoTime();
+        int send = sendOrFail(s, reg, size);
+        long spins = 0;
+        int t;
+        int recv = latRing[(int) (latRounds % LAT_AHEAD)];
+        idler.reset();
+        while ((t = back.test(recv)) == 0) {
+            idler.idle();
+            if ((++spins & 1023) == 0 && System.nanoTime() - t0 > o.timeout().toNanos()) {
+                throw new IOException("no echo for " + o.timeout().toSeconds() + " s after " + latRounds
+                        + " round trips: the server or the link stalled");
+            }
+        }
+        long t1 = System.nanoTime();
+        if (t < 0) {
+            throw new IOException("receive failed: " + Status.describe(t) + " " + back.error());
+        }
+        if (back.size(recv, 0) != size) {
+            throw new IOException("the echo has " + back.size(recv, 0) + " bytes, not " + size);
+        }
+        latRounds++;
+        latPosted = refillAhead(back, latRegs, latMax, latRing, latPosted, latRounds);
+        completeSend(s, send);
+        return t1 - t0;
+    }
+
+    /** A warm-up round of about a second. */
+    private interface Round {
+        void run() throws IOException;
+    }
+
+    /**
+     * Goes on warming up in rounds until neither JVM's JIT compiler worked during a round, for at most {@code
+     * --settle}: a C2 compilation of the hot loop that outlasts the counted warm-up would share the CPU with the
+     * measurement (under emulation, the testbed's, it takes tens of seconds and halved the figures).
+     */
+    private void settle(Oob oob, long size, Round round) throws IOException {
+        if (o.settle().isZero()) {
+            return;
+        }
+        long start = System.nanoTime();
+        long local = compileMillis();
+        long peer = peerCompileMillis(oob);
+        while (true) {
+            round.run();
+            long l = compileMillis();
+            long p = peerCompileMillis(oob);
+            boolean quiet = l - local <= QUIET_MS && p - peer <= QUIET_MS;
+            local = l;
+            peer = p;
+            if (quiet) {
+                return;
+            }
+            if (System.nanoTime() - start > o.settle().toNanos()) {
+                err.println(" jmesh " + o.test() + ": size " + size + ": the JIT compiler was still busy after "
+                        + o.settle().toSeconds() + " s of warm-up, measuring anyway (raise --settle)");
+                err.flush();
+                return;
+            }
+        }
+    }
+
+    private static long peerCompileMillis(Oob oob) throws IOException {
+        oob.send("jit");
+        return Oob.number(oob.expect("jit"), "ms", -1, Long.MAX_VALUE);
+    }
+
+    /** This JVM's total JIT compilation time in milliseconds, or -1 where the JVM does not tell. */
+    static long compileMillis() {
+        java.lang.management.CompilationMXBean c = java.lang.management.ManagementFactory.getCompilationMXBean();
+        return c != null && c.isCompilationTimeMonitoringSupported() ? c.getTotalCompilationTime() : -1;
+    }
+
 
     private int postOrFail(Receiver r, Registration[] regs, long[] offsets, long[] max, int[] tags)
             throws IOException {

@@ -26,11 +26,13 @@ import java.util.Set;
  * @param timeout     how long any single step may take before the run fails
  * @param gbits       report Gb/s instead of MB/s (perftest's --report_gbits)
  * @param addresses   the local addresses to use (JMESH_ADDRESSES), or null for the configured ones
- * @param yield       when a poll finds nothing, give the CPU away (sched_yield) instead of spinning
+ * @param poll        what a loop does when a poll finds nothing: spin, yield the CPU, or park briefly
+ * @param settle      after the counted warm-up, go on warming up in one-second rounds until neither JVM's JIT
+ *                    compiler worked during a round, for at most this long (zero: no such rounds)
  */
 public record PerfOptions(String test, String server, String device, int gidIndex, List<Long> sizes, long iterations,
                           long warmup, int qps, int depth, int duration, int port, String provider, Duration timeout,
-                          boolean gbits, String addresses, boolean yield) {
+                          boolean gbits, String addresses, Idler.Mode poll, Duration settle) {
     /** perftest's default port is 18515; one above it lets both run at once. */
     public static final int DEFAULT_PORT = 18516;
     /** The transport's limit of requests in flight per connection. */
@@ -41,7 +43,7 @@ public record PerfOptions(String test, String server, String device, int gidInde
             "n", "iters", "q", "qp", "D", "duration", "p", "port", "t", "tx-depth", "a", "all", "h", "help",
             "R", "rdma_cm", "F", "CPU-freq");
     private static final Set<String> VALUES = Set.of("ib-dev", "gid-index", "size", "iters", "qp", "duration", "port",
-            "tx-depth", "provider", "timeout", "warmup", "addresses", "poll");
+            "tx-depth", "provider", "timeout", "warmup", "addresses", "poll", "settle");
     private static final Set<String> FLAGS = Set.of("all", "help", "report_gbits", "report-gbits", "rdma_cm",
             "CPU-freq");
 
@@ -85,16 +87,9 @@ public record PerfOptions(String test, String server, String device, int gidInde
                 a.integer("iters", bw ? 5000 : 1000, 1, 100_000_000), a.integer("warmup", -1, 0, 100_000_000), qps,
                 depth, (int) a.integer("duration", 0, 0, 3600), (int) a.integer("port", DEFAULT_PORT, 1, 65535),
                 provider, Duration.ofSeconds(a.integer("timeout", 60, 1, 86_400)),
-                a.flag("report_gbits") || a.flag("report-gbits"), a.string("addresses", null), poll(a));
-    }
-
-    private static boolean poll(Args a) {
-        String p = a.string("poll", "spin");
-        return switch (p) {
-            case "spin" -> false;
-            case "yield" -> true;
-            default -> throw new IllegalArgumentException("--poll " + p + ": expected spin or yield");
-        };
+                a.flag("report_gbits") || a.flag("report-gbits"), a.string("addresses", null),
+                Idler.parse(a.string("poll", bw ? "park" : "spin")),
+                Duration.ofSeconds(a.integer("settle", 60, 0, 3600)));
     }
 
     /** The configuration overrides these options make. */
@@ -147,13 +142,16 @@ public record PerfOptions(String test, String server, String device, int gidInde
         }
         out.println("      --warmup N        unmeasured " + (bw ? "messages" : "round trips")
                 + " first (default 10 % of -n)");
+        out.println("      --settle SECS     then keep warming up until neither JVM's JIT compiler is busy, at most");
+        out.println("                        SECS (default 60; 0: no wait): JIT work would share the CPU with the run");
         out.println("  -p, --port PORT       out-of-band TCP port (default " + DEFAULT_PORT + ")");
         out.println("      --provider P      rdma, tcp or auto (default auto: rdma where a usable link exists)");
         out.println("      --addresses LIST  local addresses with prefixes jmesh may use (JMESH_ADDRESSES), e.g.");
         out.println("                        127.0.101.1/24 for the TCP provider on loopback");
         out.println("      --timeout SECS    fail when a step makes no progress for this long (default 60)");
-        out.println("      --poll spin|yield spin (default) or yield the CPU when a poll finds nothing: for hosts where");
-        out.println("                        the RDMA work runs in kernel threads on the same CPU (Soft-RoCE)");
+        out.println("      --poll MODE       when a poll finds nothing: spin (as perftest), yield the CPU, or park (spin");
+        out.println("                        a little, then sleep 10 us to 1 ms): leaves the CPU to other work, e.g.");
+        out.println("                        Soft-RoCE's kernel threads (default: " + (bw ? "park" : "spin") + ")");
         if (bw) {
             out.println("      --report_gbits    report Gb/s instead of MB/s (1 MB = 2^20 bytes, as perftest)");
         }

@@ -52,7 +52,8 @@ class PerfCommandTest {
         int port = freePort();
         CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("bw",
                 args(port, "127.0.88.1/24")));
-        Result client = run("bw", args(port, "127.0.88.2/24", "-s", "4K,64K", "-n", "300", "-q", "2", "127.0.0.1"));
+        Result client = run("bw", args(port, "127.0.88.2/24", "-s", "4K,64K", "-n", "300", "-q", "2", "--settle", "2",
+                "127.0.0.1"));
         Result srv = server.get(60, TimeUnit.SECONDS);
         assertEquals(0, client.rc(), client.out() + client.err());
         assertEquals(0, srv.rc(), srv.out() + srv.err());
@@ -76,7 +77,8 @@ class PerfCommandTest {
         int port = freePort();
         CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
                 args(port, "127.0.89.1/24")));
-        Result client = run("lat", args(port, "127.0.89.2/24", "-s", "2,4096", "-n", "200", "127.0.0.1"));
+        Result client = run("lat", args(port, "127.0.89.2/24", "-s", "2,4096", "-n", "200", "--settle", "2",
+                "127.0.0.1"));
         Result srv = server.get(60, TimeUnit.SECONDS);
         assertEquals(0, client.rc(), client.out() + client.err());
         assertEquals(0, srv.rc(), srv.out() + srv.err());

@@ -12,9 +12,12 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The receiving half of a verbs connection. {@link #irecv} posts up to {@link Cts#MAX_RECVS} buffers as one grouped
- * receive: it posts a zero-length receive on every rail to catch the sender's writes-with-immediate and RDMA-writes
- * one clear-to-send entry per buffer (address, size, tag, an rkey per rail) into the sender's FIFO over rail 0,
- * signalling only every 16th such write. {@link #test} reports the real received sizes, from the immediate or from
+ * receive: it posts a zero-length receive on every rail to catch the sender's writes-with-immediate and stages one
+ * clear-to-send entry per buffer (address, size, tag, an rkey per rail) for the sender's FIFO. The entries go by RDMA
+ * write over rail 0, signalled only every 16th time, and several receives' entries share one write: a receive posted
+ * while none is in flight is announced at once (the sender may be waiting for it), later ones wait until {@link
+ * #CTS_BATCH} are staged or the next {@link #test}, so an application that posts a batch of receives and then tests
+ * pays one write for the batch. {@link #test} reports the real received sizes, from the immediate or from
  * the size array the sender wrote for grouped receives, once every rail has delivered its slice.
  *
  * <p>{@link #iflush} reads one byte of each received buffer by RDMA READ through a queue pair connected to itself,
@@ -34,6 +37,8 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
     /** wr_id bit of clear-to-send writes, whose completions only free send-queue entries. */
     private static final long CTS_WR = 1L << 32;
     private static final int SIGNAL_EVERY = 16;
+    /** Staged clear-to-send entries that are written without waiting for the next test. */
+    static final int CTS_BATCH = Cts.MAX_REQUESTS / 2;
 
     private final Endpoint[] rails;
     private final int nrails;
@@ -63,6 +68,11 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
     /** per buffer * MAX_RAILS + rail */
     private final int[] scratchRkeys = new int[Cts.MAX_RECVS * Cts.MAX_RAILS];
     private long head;
+    /** Receives up to this value of head have had their clear-to-send entries written. */
+    private long ctsWritten;
+    private int ctsWrites;
+    /** Receives posted whose data has not all arrived. */
+    private int inFlight;
 
     private Endpoint flushEp;
     private final boolean[] flushBusy = new boolean[FLUSH_SLOTS];
@@ -166,21 +176,57 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
             Cts.write(staging, Cts.entry(slot, i), addrs[i], maxSizes[i], scratchRkeys, i * Cts.MAX_RAILS, nrails,
                     tags[i], n, seq);
         }
-        long offset = Cts.entry(slot, 0);
-        boolean signal = (head % SIGNAL_EVERY) == 0;
-        Wr.sge(ep.sge[0], staging.address() + offset, n * Cts.ENTRY_BYTES, controlLkey);
-        Wr.send(ep.wr[0], CTS_WR | slot, MemorySegment.NULL, ep.sge[0], 1, opWrite, signal ? flagSignaled : 0, 0,
-                peerFifoAddress + offset, peerFifoRkey);
-        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
-        if (rc != 0) {
-            return fail("ibv_post_send (clear-to-send) on " + ep.device.name() + " failed: " + Errno.describe(rc));
-        }
         nreqs[slot] = n;
         pendingRails[slot] = nrails;
         sizesInArray[slot] = false;
         busy[slot] = true;
         head++;
+        boolean senderMayWait = inFlight == 0;
+        inFlight++;
+        if ((senderMayWait || head - ctsWritten >= CTS_BATCH) && !writeCts()) {
+            return Status.FAILED;
+        }
         return slot;
+    }
+
+    /**
+     * Writes the staged clear-to-send entries into the sender's FIFO: per run of consecutive slots (two where the
+     * ring wraps), one RDMA write per row of entries in use, all posted together.
+     */
+    private boolean writeCts() {
+        int w = 0;
+        long from = ctsWritten;
+        while (from != head) {
+            int first = (int) (from & (Cts.MAX_REQUESTS - 1));
+            int count = (int) Math.min(head - from, Cts.MAX_REQUESTS - first);
+            int rows = 1;
+            for (int k = 0; k < count; k++) {
+                rows = Math.max(rows, nreqs[first + k]);
+            }
+            for (int row = 0; row < rows; row++) {
+                long offset = Cts.entry(first, row);
+                boolean signal = (ctsWrites++ % SIGNAL_EVERY) == 0;
+                Wr.sge(ep.sge[w], staging.address() + offset, count * Cts.ENTRY_BYTES, controlLkey);
+                Wr.send(ep.wr[w], CTS_WR | first, MemorySegment.NULL, ep.sge[w], 1, opWrite,
+                        signal ? flagSignaled : 0, 0, peerFifoAddress + offset, peerFifoRkey);
+                if (w > 0) {
+                    Wr.link(ep.wr[w - 1], ep.wr[w]);
+                }
+                w++;
+            }
+            from += count;
+        }
+        if (w == 0) {
+            return true;
+        }
+        Wr.link(ep.wr[w - 1], MemorySegment.NULL);
+        ctsWritten = head;
+        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
+        if (rc != 0) {
+            fail("ibv_post_send (clear-to-send) on " + ep.device.name() + " failed: " + Errno.describe(rc));
+            return false;
+        }
+        return true;
     }
 
     @Override
@@ -307,6 +353,9 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
         if (closed || error != null) {
             return;
         }
+        if (ctsWritten != head && !writeCts()) {
+            return;
+        }
         for (int rail = 0; rail < nrails; rail++) {
             if (!poll(rails[rail])) {
                 return;
@@ -360,6 +409,7 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
                     }
                 }
                 complete[slot] = true;
+                inFlight--;
             }
         }
         return true;
