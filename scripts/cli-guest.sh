@@ -28,12 +28,12 @@ else
   check "doctor: MTU agrees" "$out/doctor.log" '\[ OK \] MTU on 192\.168\.100\.0/24 agrees'
   check "doctor: mesh drawn" "$out/doctor.log" "tb-a +rxe0 +$TESTBED_DEV_rxe0_IP +==\[ 192\.168\.100\.0/24 .* $peer +rxe0 +tb-b +RDMA ok"
   sleep 2
-  timeout 200 "${J[@]}" bw --timeout 120 -s 65536 -n 200 "$peer" > "$out/bw.log" 2>&1 \
+  timeout 200 "${J[@]}" bw --timeout 120 -s 65536 -n 200 --settle 5 "$peer" > "$out/bw.log" 2>&1 \
     && echo "cli-check PASS bw exit status 0" || { echo "cli-check FAIL bw exit status $?"; fail=1; }
   check "bw: result line" "$out/bw.log" '^ 65536 +200 +[0-9.]+ +[0-9.]+ +[0-9.]+$'
   check "bw: route over rxe0" "$out/bw.log" "Route +: rxe0 $TESTBED_DEV_rxe0_IP/24 -> $peer/24"
   sleep 2
-  timeout 200 "${J[@]}" lat --timeout 120 -s 2 -n 100 "$peer" > "$out/lat.log" 2>&1 \
+  timeout 200 "${J[@]}" lat --timeout 120 -s 2 -n 100 --settle 5 "$peer" > "$out/lat.log" 2>&1 \
     && echo "cli-check PASS lat exit status 0" || { echo "cli-check FAIL lat exit status $?"; fail=1; }
   check "lat: result line" "$out/lat.log" '^ 2 +100( +[0-9.]+){7}$'
 fi

@@ -150,7 +150,7 @@ public record PerfOptions(String test, String server, String device, int gidInde
         out.println("                        127.0.101.1/24 for the TCP provider on loopback");
         out.println("      --timeout SECS    fail when a step makes no progress for this long (default 60)");
         out.println("      --poll MODE       when a poll finds nothing: spin (as perftest), yield the CPU, or park (spin");
-        out.println("                        a little, then sleep 10 us to 1 ms): leaves the CPU to other work, e.g.");
+        out.println("                        a little, then sleep 50 us to 2 ms): leaves the CPU to other work, e.g.");
         out.println("                        Soft-RoCE's kernel threads (default: " + (bw ? "park" : "spin") + ")");
         if (bw) {
             out.println("      --report_gbits    report Gb/s instead of MB/s (1 MB = 2^20 bytes, as perftest)");
