@@ -182,7 +182,7 @@ public final class PerfCommand {
             boolean progress = false;
             for (int c = 0; c < q; c++) {
                 Receiver r = rs[c];
-                // refill in batches, so that one clear-to-send write announces several receives
+                // refill a quarter window at a time: fewer passes through irecv while data streams in
                 if (o.depth() - (posted[c] - done[c]) >= refill) {
                     while (posted[c] - done[c] < o.depth()) {
                         int req = r.irecv(1, regs, offsets, max, tags);
@@ -348,9 +348,9 @@ public final class PerfCommand {
     }
 
     /**
-     * Receives the latency test keeps posted at each end: the clear-to-send writes that announce them then travel
-     * once per LAT_AHEAD / 2 round trips, in a batch, instead of in every round trip (where a receiver-driven
-     * transport would otherwise pay one more RDMA write than ib_write_lat per message).
+     * Receives the latency test keeps posted at each end, reposted LAT_AHEAD / 2 at a time after an echo: the
+     * clear-to-send writes that announce them leave between round trips, not inside one (where a receiver-driven
+     * transport would otherwise pay one more RDMA write than ib_write_lat per message on the measured path).
      */
     static final int LAT_AHEAD = 32;
 

@@ -18,7 +18,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * FIFO: MAX_RECVS rows of MAX_REQUESTS entries; row i holds buffer i of every slot
  * </pre>
  * Rows, not slots, are contiguous, so that the first entries of consecutive slots (single receives, the common case)
- * form one range: the receiver writes the entries of several receives with one RDMA write.
+ * form one range: entries of several receives could go in one RDMA write ({@code RdmaReceiver} writes each
+ * receive's at once, see there why).
  */
 final class Cts {
     static final int MAX_REQUESTS = 32;

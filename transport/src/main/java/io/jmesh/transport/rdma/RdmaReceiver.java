@@ -13,11 +13,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 /**
  * The receiving half of a verbs connection. {@link #irecv} posts up to {@link Cts#MAX_RECVS} buffers as one grouped
  * receive: it posts a zero-length receive on every rail to catch the sender's writes-with-immediate and stages one
- * clear-to-send entry per buffer (address, size, tag, an rkey per rail) for the sender's FIFO. The entries go by RDMA
- * write over rail 0, signalled only every 16th time, and several receives' entries share one write: a receive posted
- * while none is in flight is announced at once (the sender may be waiting for it), later ones wait until {@link
- * #CTS_BATCH} are staged or the next {@link #test}, so an application that posts a batch of receives and then tests
- * pays one write for the batch. {@link #test} reports the real received sizes, from the immediate or from
+ * clear-to-send entry per buffer (address, size, tag, an rkey per rail) for the sender's FIFO, written at once by RDMA
+ * over rail 0 and signalled only every 16th time. Announcing later, several receives per write, would save writes
+ * but can stall an application that posts receives and then only drives a sender on the same thread (the peer's
+ * sender would wait for an entry nobody writes), so every receive is announced when it is posted. {@link #test} reports the real received sizes, from the immediate or from
  * the size array the sender wrote for grouped receives, once every rail has delivered its slice.
  *
  * <p>{@link #iflush} reads one byte of each received buffer by RDMA READ through a queue pair connected to itself,
@@ -37,8 +36,6 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
     /** wr_id bit of clear-to-send writes, whose completions only free send-queue entries. */
     private static final long CTS_WR = 1L << 32;
     private static final int SIGNAL_EVERY = 16;
-    /** Staged clear-to-send entries that are written without waiting for the next test. */
-    static final int CTS_BATCH = Cts.MAX_REQUESTS / 2;
 
     private final Endpoint[] rails;
     private final int nrails;
@@ -71,8 +68,6 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
     /** Receives up to this value of head have had their clear-to-send entries written. */
     private long ctsWritten;
     private int ctsWrites;
-    /** Receives posted whose data has not all arrived. */
-    private int inFlight;
 
     private Endpoint flushEp;
     private final boolean[] flushBusy = new boolean[FLUSH_SLOTS];
@@ -181,9 +176,7 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
         sizesInArray[slot] = false;
         busy[slot] = true;
         head++;
-        boolean senderMayWait = inFlight == 0;
-        inFlight++;
-        if ((senderMayWait || head - ctsWritten >= CTS_BATCH) && !writeCts()) {
+        if (!writeCts()) {
             return Status.FAILED;
         }
         return slot;
@@ -191,7 +184,8 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
 
     /**
      * Writes the staged clear-to-send entries into the sender's FIFO: per run of consecutive slots (two where the
-     * ring wraps), one RDMA write per row of entries in use, all posted together.
+     * ring wraps), one RDMA write per row of entries in use, all posted together. Called for every receive, so the
+     * run is that receive's slot.
      */
     private boolean writeCts() {
         int w = 0;
@@ -353,9 +347,6 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
         if (closed || error != null) {
             return;
         }
-        if (ctsWritten != head && !writeCts()) {
-            return;
-        }
         for (int rail = 0; rail < nrails; rail++) {
             if (!poll(rails[rail])) {
                 return;
@@ -409,7 +400,6 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
                     }
                 }
                 complete[slot] = true;
-                inFlight--;
             }
         }
         return true;
