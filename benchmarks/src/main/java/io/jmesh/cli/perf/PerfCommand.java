@@ -601,7 +601,7 @@ public final class PerfCommand {
                 rtt[n++] = roundTrip(s, back, reg, size);
             }
         }
-        // the receive posted last stays for the next size; the server's count is cumulative
+        // the receives posted ahead stay for the next size; the server's count is cumulative
         totals[0] = latRounds;
         oob.send("end totals=" + totals[0]);
         oob.expect("done");

@@ -15,11 +15,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *
  * <pre>
  * entry (64 B):  0 u64 addr   8 u64 size   16 u32 tag   20 u32 nreqs   24 u64 seq   32 u32 rkey[MAX_RAILS]
- * FIFO: MAX_RECVS rows of MAX_REQUESTS entries; row i holds buffer i of every slot
+ * slot: MAX_RECVS entries;  FIFO: MAX_REQUESTS slots
  * </pre>
- * Rows, not slots, are contiguous, so that the first entries of consecutive slots (single receives, the common case)
- * form one range: entries of several receives could go in one RDMA write ({@code RdmaReceiver} writes each
- * receive's at once, see there why).
  */
 final class Cts {
     static final int MAX_REQUESTS = 32;
@@ -27,8 +24,8 @@ final class Cts {
     /** Queue pairs one connection may split its messages across. */
     static final int MAX_RAILS = 8;
     static final int ENTRY_BYTES = 64;
-    static final int ROW_BYTES = MAX_REQUESTS * ENTRY_BYTES;
-    static final int FIFO_BYTES = MAX_RECVS * ROW_BYTES;
+    static final int SLOT_BYTES = MAX_RECVS * ENTRY_BYTES;
+    static final int FIFO_BYTES = MAX_REQUESTS * SLOT_BYTES;
 
     static final long ADDR = 0;
     static final long SIZE = 8;
@@ -43,7 +40,7 @@ final class Cts {
     }
 
     static long entry(int slot, int index) {
-        return (long) index * ROW_BYTES + (long) slot * ENTRY_BYTES;
+        return (long) slot * SLOT_BYTES + (long) index * ENTRY_BYTES;
     }
 
     /**

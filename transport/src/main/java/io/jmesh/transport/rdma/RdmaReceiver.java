@@ -12,11 +12,11 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The receiving half of a verbs connection. {@link #irecv} posts up to {@link Cts#MAX_RECVS} buffers as one grouped
- * receive: it posts a zero-length receive on every rail to catch the sender's writes-with-immediate and stages one
- * clear-to-send entry per buffer (address, size, tag, an rkey per rail) for the sender's FIFO, written at once by RDMA
- * over rail 0 and signalled only every 16th time. Announcing later, several receives per write, would save writes
- * but can stall an application that posts receives and then only drives a sender on the same thread (the peer's
- * sender would wait for an entry nobody writes), so every receive is announced when it is posted. {@link #test} reports the real received sizes, from the immediate or from
+ * receive: it posts a zero-length receive on every rail to catch the sender's writes-with-immediate and RDMA-writes
+ * one clear-to-send entry per buffer (address, size, tag, an rkey per rail) into the sender's FIFO over rail 0,
+ * signalling only every 16th such write. The entry is written when the receive is posted, never later in a batch: a
+ * thread that posts receives and then drives only a sender never calls {@link #test}, and the peer's sender would wait
+ * for an entry nobody writes. {@link #test} reports the real received sizes, from the immediate or from
  * the size array the sender wrote for grouped receives, once every rail has delivered its slice.
  *
  * <p>{@link #iflush} reads one byte of each received buffer by RDMA READ through a queue pair connected to itself,
@@ -65,9 +65,6 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
     /** per buffer * MAX_RAILS + rail */
     private final int[] scratchRkeys = new int[Cts.MAX_RECVS * Cts.MAX_RAILS];
     private long head;
-    /** Receives up to this value of head have had their clear-to-send entries written. */
-    private long ctsWritten;
-    private int ctsWrites;
 
     private Endpoint flushEp;
     private final boolean[] flushBusy = new boolean[FLUSH_SLOTS];
@@ -171,56 +168,21 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
             Cts.write(staging, Cts.entry(slot, i), addrs[i], maxSizes[i], scratchRkeys, i * Cts.MAX_RAILS, nrails,
                     tags[i], n, seq);
         }
+        long offset = Cts.entry(slot, 0);
+        boolean signal = (head % SIGNAL_EVERY) == 0;
+        Wr.sge(ep.sge[0], staging.address() + offset, n * Cts.ENTRY_BYTES, controlLkey);
+        Wr.send(ep.wr[0], CTS_WR | slot, MemorySegment.NULL, ep.sge[0], 1, opWrite, signal ? flagSignaled : 0, 0,
+                peerFifoAddress + offset, peerFifoRkey);
+        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
+        if (rc != 0) {
+            return fail("ibv_post_send (clear-to-send) on " + ep.device.name() + " failed: " + Errno.describe(rc));
+        }
         nreqs[slot] = n;
         pendingRails[slot] = nrails;
         sizesInArray[slot] = false;
         busy[slot] = true;
         head++;
-        if (!writeCts()) {
-            return Status.FAILED;
-        }
         return slot;
-    }
-
-    /**
-     * Writes the staged clear-to-send entries into the sender's FIFO: per run of consecutive slots (two where the
-     * ring wraps), one RDMA write per row of entries in use, all posted together. Called for every receive, so the
-     * run is that receive's slot.
-     */
-    private boolean writeCts() {
-        int w = 0;
-        long from = ctsWritten;
-        while (from != head) {
-            int first = (int) (from & (Cts.MAX_REQUESTS - 1));
-            int count = (int) Math.min(head - from, Cts.MAX_REQUESTS - first);
-            int rows = 1;
-            for (int k = 0; k < count; k++) {
-                rows = Math.max(rows, nreqs[first + k]);
-            }
-            for (int row = 0; row < rows; row++) {
-                long offset = Cts.entry(first, row);
-                boolean signal = (ctsWrites++ % SIGNAL_EVERY) == 0;
-                Wr.sge(ep.sge[w], staging.address() + offset, count * Cts.ENTRY_BYTES, controlLkey);
-                Wr.send(ep.wr[w], CTS_WR | first, MemorySegment.NULL, ep.sge[w], 1, opWrite,
-                        signal ? flagSignaled : 0, 0, peerFifoAddress + offset, peerFifoRkey);
-                if (w > 0) {
-                    Wr.link(ep.wr[w - 1], ep.wr[w]);
-                }
-                w++;
-            }
-            from += count;
-        }
-        if (w == 0) {
-            return true;
-        }
-        Wr.link(ep.wr[w - 1], MemorySegment.NULL);
-        ctsWritten = head;
-        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
-        if (rc != 0) {
-            fail("ibv_post_send (clear-to-send) on " + ep.device.name() + " failed: " + Errno.describe(rc));
-            return false;
-        }
-        return true;
     }
 
     @Override
