@@ -25,6 +25,30 @@ public interface Receiver extends AutoCloseable {
     int irecv(int n, Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags);
 
     /**
+     * Flag for {@link #irecv(int, Registration[], long[], long[], int[], int)}: more receives follow at once, so the
+     * provider may hold this one's announcement to the sender and send it with theirs (on verbs, one RDMA write for
+     * the clear-to-send entries of all of them instead of one each), as {@code MSG_MORE} does for a socket. The held
+     * announcements leave with the next receive posted without the flag, or at the latest with the next {@link
+     * #test}, {@link #iflush}, {@link #poll}, or an {@code irecv} that answers {@link Status#NOT_READY}. Until then
+     * the sender cannot send into these buffers: a thread that posts receives with this flag and then waits only on
+     * something else (its own sends, say) must end the run with a receive without it.
+     */
+    int MORE = 1;
+
+    /**
+     * {@link #irecv(int, Registration[], long[], long[], int[])} with flags: 0 or {@link #MORE}. A provider that has
+     * nothing to gain from {@link #MORE} (TCP) treats it as 0.
+     *
+     * @return as the plain irecv; {@link Status#BAD_ARGUMENT} for an unknown flag
+     */
+    default int irecv(int n, Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags, int flags) {
+        if ((flags & ~MORE) != 0) {
+            return Status.BAD_ARGUMENT;
+        }
+        return irecv(n, registrations, offsets, maxSizes, tags);
+    }
+
+    /**
      * Makes the data of a completed receive visible to this node's readers of that memory, as NCCL's iflush does
      * for GPU memory written by the NIC: on verbs an RDMA READ of the received buffers through a loopback queue
      * pair, which the NIC completes only after its earlier writes into them have landed. Needed only where another

@@ -182,10 +182,12 @@ public final class PerfCommand {
             boolean progress = false;
             for (int c = 0; c < q; c++) {
                 Receiver r = rs[c];
-                // refill a quarter window at a time: fewer passes through irecv while data streams in
+                // refill a quarter window at a time, announced with one write (MORE on all but the last):
+                // fewer passes through irecv and fewer clear-to-send writes while data streams in
                 if (o.depth() - (posted[c] - done[c]) >= refill) {
                     while (posted[c] - done[c] < o.depth()) {
-                        int req = r.irecv(1, regs, offsets, max, tags);
+                        int flags = posted[c] + 1 - done[c] < o.depth() ? Receiver.MORE : 0;
+                        int req = r.irecv(1, regs, offsets, max, tags, flags);
                         if (req == Status.NOT_READY) {
                             break;
                         } else if (req < 0) {
@@ -348,9 +350,10 @@ public final class PerfCommand {
     }
 
     /**
-     * Receives the latency test keeps posted at each end, reposted LAT_AHEAD / 2 at a time after an echo: the
-     * clear-to-send writes that announce them leave between round trips, not inside one (where a receiver-driven
-     * transport would otherwise pay one more RDMA write than ib_write_lat per message on the measured path).
+     * Receives the latency test keeps posted at each end, reposted LAT_AHEAD / 2 at a time after an echo with
+     * {@link Receiver#MORE}: the clear-to-send write that announces them leaves between round trips, not inside one
+     * (where a receiver-driven transport would otherwise pay one more RDMA write than ib_write_lat per message on the
+     * measured path), and one write announces the whole batch.
      */
     static final int LAT_AHEAD = 32;
 
@@ -361,7 +364,9 @@ public final class PerfCommand {
             return posted;
         }
         while (posted - received < LAT_AHEAD) {
-            ring[(int) (posted % LAT_AHEAD)] = postOrFail(r, regs, ZERO_OFFSET, max, ZERO_TAG);
+            // all but the last with MORE: the batch is announced with one RDMA write
+            int flags = posted + 1 - received < LAT_AHEAD ? Receiver.MORE : 0;
+            ring[(int) (posted % LAT_AHEAD)] = postOrFail(r, regs, ZERO_OFFSET, max, ZERO_TAG, flags);
             posted++;
         }
         return posted;
@@ -697,9 +702,14 @@ public final class PerfCommand {
 
     private int postOrFail(Receiver r, Registration[] regs, long[] offsets, long[] max, int[] tags)
             throws IOException {
+        return postOrFail(r, regs, offsets, max, tags, 0);
+    }
+
+    private int postOrFail(Receiver r, Registration[] regs, long[] offsets, long[] max, int[] tags, int flags)
+            throws IOException {
         int req;
         long start = System.nanoTime();
-        while ((req = r.irecv(1, regs, offsets, max, tags)) == Status.NOT_READY) {
+        while ((req = r.irecv(1, regs, offsets, max, tags, flags)) == Status.NOT_READY) {
             if (System.nanoTime() - start > o.timeout().toNanos()) {
                 throw new IOException("irecv stayed NOT_READY for " + o.timeout().toSeconds() + " s");
             }

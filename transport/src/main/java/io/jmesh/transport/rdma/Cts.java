@@ -7,15 +7,21 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The clear-to-send FIFO, a flyweight over off-heap memory. The receiver RDMA-writes one slot per receive request
- * into the sender's FIFO: one 64-byte entry per buffer of a grouped receive. The sender reads a slot only after
- * every entry's sequence number shows the current request, with acquire semantics, because the NIC writes it.
- * Each entry carries the buffer's rkey for every rail of the connection, since the rails may run on different
- * devices (twin links), each with its own memory region.
+ * The clear-to-send FIFO, a flyweight over off-heap memory: a ring of 64-byte entries that the receiver RDMA-writes
+ * into the sender's copy, one entry per buffer, a grouped receive's entries next to each other. Both sides count
+ * entry positions the same way (a request of n buffers takes the next n), so receives posted in a row occupy one
+ * contiguous range and can leave in one write. The sender reads an entry only after its sequence number shows the
+ * current request, with acquire semantics, because the NIC writes it. Each entry carries the buffer's rkey for
+ * every rail of the connection, since the rails may run on different devices (twin links), each with its own
+ * memory region.
+ *
+ * <p>The ring never overwrites an entry the sender still needs: a request's slot is reused only after it completed
+ * (so the sender had read its entries), and the other MAX_REQUESTS - 1 requests in flight hold at most
+ * (MAX_REQUESTS - 1) * MAX_RECVS entries, which leaves room for the new one in a ring of MAX_REQUESTS * MAX_RECVS.
  *
  * <pre>
  * entry (64 B):  0 u64 addr   8 u64 size   16 u32 tag   20 u32 nreqs   24 u64 seq   32 u32 rkey[MAX_RAILS]
- * slot: MAX_RECVS entries;  FIFO: MAX_REQUESTS slots
+ * FIFO: ENTRIES entries, addressed by position modulo ENTRIES
  * </pre>
  */
 final class Cts {
@@ -24,8 +30,8 @@ final class Cts {
     /** Queue pairs one connection may split its messages across. */
     static final int MAX_RAILS = 8;
     static final int ENTRY_BYTES = 64;
-    static final int SLOT_BYTES = MAX_RECVS * ENTRY_BYTES;
-    static final int FIFO_BYTES = MAX_REQUESTS * SLOT_BYTES;
+    static final int ENTRIES = MAX_REQUESTS * MAX_RECVS;
+    static final int FIFO_BYTES = ENTRIES * ENTRY_BYTES;
 
     static final long ADDR = 0;
     static final long SIZE = 8;
@@ -39,8 +45,9 @@ final class Cts {
     private Cts() {
     }
 
-    static long entry(int slot, int index) {
-        return (long) slot * SLOT_BYTES + (long) index * ENTRY_BYTES;
+    /** Byte offset of the entry at ring position {@code position}. */
+    static long at(long position) {
+        return (position & (ENTRIES - 1)) * ENTRY_BYTES;
     }
 
     /**

@@ -14,10 +14,12 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * The receiving half of a verbs connection. {@link #irecv} posts up to {@link Cts#MAX_RECVS} buffers as one grouped
  * receive: it posts a zero-length receive on every rail to catch the sender's writes-with-immediate and RDMA-writes
  * one clear-to-send entry per buffer (address, size, tag, an rkey per rail) into the sender's FIFO over rail 0,
- * signalling only every 16th such write. The entry is written when the receive is posted, never later in a batch: a
- * thread that posts receives and then drives only a sender never calls {@link #test}, and the peer's sender would wait
- * for an entry nobody writes. {@link #test} reports the real received sizes, from the immediate or from
- * the size array the sender wrote for grouped receives, once every rail has delivered its slice.
+ * signalling only every 16th such write. The entries are written when the receive is posted; only a receive posted
+ * with {@link io.jmesh.api.Receiver#MORE} lets them wait, so that receives posted in a row leave in one write. Never
+ * later on the receiver's own initiative: a thread that posts receives and then drives only a sender never calls
+ * {@link #test}, and the peer's sender would wait for entries nobody writes. {@link #test} reports the real received
+ * sizes, from the immediate or from the size array the sender wrote for grouped receives, once every rail has
+ * delivered its slice.
  *
  * <p>{@link #iflush} reads one byte of each received buffer by RDMA READ through a queue pair connected to itself,
  * made on first use: the NIC answers the read only after its earlier writes into that memory have landed.
@@ -65,6 +67,12 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
     /** per buffer * MAX_RAILS + rail */
     private final int[] scratchRkeys = new int[Cts.MAX_RECVS * Cts.MAX_RAILS];
     private long head;
+    /** Ring position of the next clear-to-send entry (see {@link Cts}). */
+    private long entryHead;
+    /** Entries before this position have been written to the peer; the rest wait for {@link #announce}. */
+    private long announced;
+    private int unsignalledCts;
+    private long ctsWrites;
 
     private Endpoint flushEp;
     private final boolean[] flushBusy = new boolean[FLUSH_SLOTS];
@@ -102,6 +110,12 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
 
     @Override
     public int irecv(int n, io.jmesh.api.Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags) {
+        return irecv(n, registrations, offsets, maxSizes, tags, 0);
+    }
+
+    @Override
+    public int irecv(int n, io.jmesh.api.Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags,
+                     int flags) {
         if (n < 1 || n > Cts.MAX_RECVS || registrations.length < n || offsets.length < n || maxSizes.length < n
                 || tags.length < n) {
             return Status.BAD_ARGUMENT;
@@ -115,7 +129,7 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
                 scratchRkeys[i * Cts.MAX_RAILS + rail] = r.rkey(rails[rail].deviceIndex);
             }
         }
-        return post(n, scratchAddrs, maxSizes, tags);
+        return post(n, scratchAddrs, maxSizes, tags, flags);
     }
 
     /**
@@ -135,15 +149,18 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
                 scratchRkeys[i * Cts.MAX_RAILS + rail] = rkeys[i];
             }
         }
-        return post(n, addrs, maxSizes, tags);
+        return post(n, addrs, maxSizes, tags, 0);
     }
 
-    private int post(int n, long[] addrs, long[] maxSizes, int[] tags) {
+    private int post(int n, long[] addrs, long[] maxSizes, int[] tags, int flags) {
         if (error != null) {
             return Status.FAILED;
         }
         if (closed) {
             return Status.CLOSED;
+        }
+        if ((flags & ~io.jmesh.api.Receiver.MORE) != 0) {
+            return Status.BAD_ARGUMENT;
         }
         for (int i = 0; i < n; i++) {
             if (maxSizes[i] < 0) {
@@ -152,6 +169,10 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
         }
         int slot = (int) (head & (Cts.MAX_REQUESTS - 1));
         if (busy[slot]) {
+            // an application that keeps calling irecv(MORE) until it succeeds must not wait for receives it holds
+            if (announce() != 0) {
+                return Status.FAILED;
+            }
             progress();
             return Status.NOT_READY;
         }
@@ -165,24 +186,70 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
         }
         long seq = head + 1;
         for (int i = 0; i < n; i++) {
-            Cts.write(staging, Cts.entry(slot, i), addrs[i], maxSizes[i], scratchRkeys, i * Cts.MAX_RAILS, nrails,
+            Cts.write(staging, Cts.at(entryHead + i), addrs[i], maxSizes[i], scratchRkeys, i * Cts.MAX_RAILS, nrails,
                     tags[i], n, seq);
         }
-        long offset = Cts.entry(slot, 0);
-        boolean signal = (head % SIGNAL_EVERY) == 0;
-        Wr.sge(ep.sge[0], staging.address() + offset, n * Cts.ENTRY_BYTES, controlLkey);
-        Wr.send(ep.wr[0], CTS_WR | slot, MemorySegment.NULL, ep.sge[0], 1, opWrite, signal ? flagSignaled : 0, 0,
-                peerFifoAddress + offset, peerFifoRkey);
-        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
-        if (rc != 0) {
-            return fail("ibv_post_send (clear-to-send) on " + ep.device.name() + " failed: " + Errno.describe(rc));
-        }
+        entryHead += n;
         nreqs[slot] = n;
         pendingRails[slot] = nrails;
         sizesInArray[slot] = false;
         busy[slot] = true;
         head++;
+        if ((flags & io.jmesh.api.Receiver.MORE) == 0 && announce() != 0) {
+            return Status.FAILED;
+        }
         return slot;
+    }
+
+    /**
+     * RDMA-writes the clear-to-send entries staged since the last announcement into the sender's FIFO: one write,
+     * two where the range wraps around the ring. Unsignalled but for every SIGNAL_EVERY-th write, which frees the
+     * send-queue entries of those before it.
+     *
+     * @return 0, or {@link Status#FAILED}
+     */
+    private int announce() {
+        long count = entryHead - announced;
+        if (count == 0 || error != null) {
+            return error != null ? Status.FAILED : 0;
+        }
+        long from = announced & (Cts.ENTRIES - 1);
+        int first = (int) Math.min(count, Cts.ENTRIES - from);
+        int wrs = first < count ? 2 : 1;
+        unsignalledCts += wrs;
+        boolean signal = unsignalledCts >= SIGNAL_EVERY;
+        if (signal) {
+            unsignalledCts = 0;
+        }
+        Wr.sge(ep.sge[0], staging.address() + from * Cts.ENTRY_BYTES, first * Cts.ENTRY_BYTES, controlLkey);
+        Wr.send(ep.wr[0], CTS_WR, MemorySegment.NULL, ep.sge[0], 1, opWrite, signal && wrs == 1 ? flagSignaled : 0, 0,
+                peerFifoAddress + from * Cts.ENTRY_BYTES, peerFifoRkey);
+        if (wrs == 2) {
+            Wr.sge(ep.sge[1], staging.address(), (int) (count - first) * Cts.ENTRY_BYTES, controlLkey);
+            Wr.send(ep.wr[1], CTS_WR, MemorySegment.NULL, ep.sge[1], 1, opWrite, signal ? flagSignaled : 0, 0,
+                    peerFifoAddress, peerFifoRkey);
+            Wr.link(ep.wr[0], ep.wr[1]);
+        }
+        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
+        if (rc != 0) {
+            return fail("ibv_post_send (clear-to-send) on " + ep.device.name() + " failed: " + Errno.describe(rc));
+        }
+        announced = entryHead;
+        ctsWrites += wrs;
+        return 0;
+    }
+
+    /** RDMA writes that carried clear-to-send entries so far (for tests: receives posted with MORE share one). */
+    long ctsWrites() {
+        return ctsWrites;
+    }
+
+    /** Announces receives posted with {@link io.jmesh.api.Receiver#MORE}; nothing else to do on verbs. */
+    @Override
+    public void poll() {
+        if (!closed) {
+            announce();
+        }
     }
 
     @Override
@@ -192,6 +259,9 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
         }
         if (closed) {
             return Status.CLOSED;
+        }
+        if (announced != entryHead && announce() != 0) {
+            return Status.FAILED;
         }
         if (n < 1 || n > Cts.MAX_RECVS || registrations.length < n || offsets.length < n || sizes.length < n) {
             return Status.BAD_ARGUMENT;
@@ -265,6 +335,9 @@ public final class RdmaReceiver implements io.jmesh.api.Receiver {
     public int test(int request) {
         if (closed) {
             return Status.CLOSED;
+        }
+        if (announced != entryHead) {
+            announce();    // a receive waited for must have been announced; a failure shows below
         }
         if (request >= FLUSH_BASE && request < FLUSH_BASE + FLUSH_SLOTS) {
             int k = request - FLUSH_BASE;

@@ -88,6 +88,8 @@ public final class RdmaSender implements io.jmesh.api.Sender {
     private int osHead;
 
     private long head;
+    /** Ring position of the first clear-to-send entry of request {@code head} (see {@link Cts}). */
+    private long entryTail;
     /** Sequence of the next fully matched slot to post: slots are posted strictly in order (see drainPosts). */
     private long nextPost;
     private volatile String error;
@@ -173,7 +175,7 @@ public final class RdmaSender implements io.jmesh.api.Sender {
             return Status.NOT_READY;
         }
         long seq = head + 1;
-        long e0 = Cts.entry(slot, 0);
+        long e0 = Cts.at(entryTail);
         if (Cts.seq(fifo, e0) != seq) {
             return waitForCts();
         }
@@ -183,7 +185,7 @@ public final class RdmaSender implements io.jmesh.api.Sender {
         }
         int match = -1;
         for (int i = 0; i < n; i++) {
-            long e = Cts.entry(slot, i);
+            long e = Cts.at(entryTail + i);
             if (Cts.seq(fifo, e) != seq) {
                 return waitForCts();
             }
@@ -194,7 +196,7 @@ public final class RdmaSender implements io.jmesh.api.Sender {
         if (match < 0) {
             return waitForCts();
         }
-        if (length > Cts.size(fifo, Cts.entry(slot, match))) {
+        if (length > Cts.size(fifo, Cts.at(entryTail + match))) {
             return Status.TRUNCATED;
         }
         int k = slot * Cts.MAX_RECVS + match;
@@ -215,7 +217,7 @@ public final class RdmaSender implements io.jmesh.api.Sender {
     /** Takes the matched entry k (its address and keys are set), and posts the slot once all its entries are. */
     private int accept(int k) {
         int slot = k / Cts.MAX_RECVS;
-        long e = Cts.entry(slot, k % Cts.MAX_RECVS);
+        long e = Cts.at(entryTail + k % Cts.MAX_RECVS);
         remoteAddr[k] = Cts.addr(fifo, e);
         for (int rail = 0; rail < nrails; rail++) {
             remoteKey[k * Cts.MAX_RAILS + rail] = Cts.rkey(fifo, e, rail);
@@ -224,6 +226,7 @@ public final class RdmaSender implements io.jmesh.api.Sender {
         if (Integer.bitCount(matched[slot]) == nreqs[slot]) {
             posted[slot] = true;
             unreported[slot] = nreqs[slot];
+            entryTail += nreqs[slot];
             head++;
             drainPosts();
         }

@@ -323,6 +323,109 @@ class RdmaMeshTest {
     }
 
     /**
+     * Receives posted with {@link Receiver#MORE} are announced together: with one clear-to-send write (two where
+     * the batch wraps around the FIFO ring), when the batch ends with a receive without the flag, when the
+     * application tests a request, or when irecv answers NOT_READY. Twelve rounds of grouped receives of 1 to 8
+     * buffers go round the 256-entry ring several times; every buffer is matched by tag and checksummed.
+     */
+    @Test
+    @Order(6)
+    void receivesPostedWithMoreAreAnnouncedTogetherAndArriveIntact() {
+        TestbedEnv.require();
+        String me = TestbedEnv.name();
+        List<String> peers = TestbedEnv.peers();
+        long slot = 4096;
+        MemorySegment scratch = arena.allocate(slot);
+        for (int round = 0; round < 12; round++) {
+            int mode = round % 3; // 0: the last receive without MORE; 1: all MORE, then test(); 2: MORE to NOT_READY
+            Map<String, int[]> posted = new HashMap<>();
+            Map<String, int[]> groups = new HashMap<>();
+            for (int p = 0; p < peers.size(); p++) {
+                RdmaReceiver r = receivers.get(peers.get(p));
+                long writesBefore = r.ctsWrites();
+                int want = mode == 2 ? Cts.MAX_REQUESTS : 5 + round;
+                int[] reqs = new int[want];
+                int[] ns = new int[want];
+                for (int j = 0; j < want; j++) {
+                    int n = 1 + (round * 5 + j * 3) % Receiver.MAX_RECVS;
+                    Registration[] regs = new Registration[n];
+                    long[] offsets = new long[n];
+                    long[] max = new long[n];
+                    int[] tags = new int[n];
+                    for (int g = 0; g < n; g++) {
+                        regs[g] = recvReg;
+                        offsets[g] = BUF * p + ((long) j * Receiver.MAX_RECVS + g) * slot;
+                        max[g] = slot;
+                        tags[g] = n - 1 - g;           // posted in reverse tag order, sent in tag order
+                    }
+                    int flags = mode == 0 && j == want - 1 ? 0 : Receiver.MORE;
+                    reqs[j] = r.irecv(n, regs, offsets, max, tags, flags);
+                    assertTrue(reqs[j] >= 0, "irecv " + j + " of round " + round + ": " + Status.describe(reqs[j]));
+                    ns[j] = n;
+                    if (j < want - 1 || mode != 0) {
+                        assertEquals(writesBefore, r.ctsWrites(), "a receive posted with MORE waits for the batch");
+                    }
+                }
+                if (mode == 1) {
+                    assertEquals(0, r.test(reqs[0]), "nothing was sent yet");
+                } else if (mode == 2) {
+                    assertEquals(Status.NOT_READY, r.irecv(1, new Registration[] {recvReg}, new long[] {0},
+                            new long[] {1}, new int[] {0}, Receiver.MORE), "a 33rd receive must wait");
+                }
+                long writes = r.ctsWrites() - writesBefore;
+                assertTrue(writes == 1 || writes == 2, "round " + round + ": " + want + " receives must leave in "
+                        + "one clear-to-send write (two where the ring wraps), not " + writes);
+                posted.put(peers.get(p), reqs);
+                groups.put(peers.get(p), ns);
+            }
+            assertEquals(Status.BAD_ARGUMENT, receivers.get(peers.getFirst()).irecv(1, new Registration[] {recvReg},
+                    new long[] {0}, new long[] {1}, new int[] {0}, 2), "an unknown irecv flag");
+            int count = mode == 2 ? Cts.MAX_REQUESTS : 5 + round;
+            for (int j = 0; j < count; j++) {
+                int n = 1 + (round * 5 + j * 3) % Receiver.MAX_RECVS;
+                for (int g = 0; g < n; g++) {
+                    fill(sendBuf.asSlice(((long) j * Receiver.MAX_RECVS + g) * slot, slot), 1 + (j * 131 + g * 17)
+                            % slot, me, round * 10_000 + j * 10 + g);
+                }
+            }
+            for (String peer : peers) {
+                RdmaSender s = senders.get(peer);
+                List<Integer> sends = new java.util.ArrayList<>();
+                for (int j = 0; j < count; j++) {
+                    int n = 1 + (round * 5 + j * 3) % Receiver.MAX_RECVS;
+                    for (int tag = 0; tag < n; tag++) {
+                        long off = ((long) j * Receiver.MAX_RECVS + tag) * slot;
+                        long len = 1 + (j * 131 + tag * 17) % slot;
+                        int t = tag;
+                        sends.add(awaitRequest(() -> s.isend(sendReg, off, len, t), s));
+                    }
+                }
+                for (int req : sends) {
+                    awaitDone(() -> s.test(req), s);
+                }
+            }
+            for (int p = 0; p < peers.size(); p++) {
+                String peer = peers.get(p);
+                RdmaReceiver r = receivers.get(peer);
+                int[] reqs = posted.get(peer);
+                int[] ns = groups.get(peer);
+                for (int j = 0; j < count; j++) {
+                    int req = reqs[j];
+                    awaitDone(() -> r.test(req), r);
+                    for (int g = 0; g < ns[j]; g++) {
+                        int tag = ns[j] - 1 - g;
+                        long len = 1 + (j * 131 + tag * 17) % slot;
+                        assertEquals(len, r.size(req, g), "round " + round + ", receive " + j + ", buffer " + g);
+                        assertEquals(fill(scratch, len, peer, round * 10_000 + j * 10 + tag),
+                                crc(recvBuf.asSlice(BUF * p + ((long) j * Receiver.MAX_RECVS + g) * slot, slot), len),
+                                "round " + round + ", receive " + j + ", buffer " + g + " from " + peer);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
      * One-sided operations: each node writes into every peer's receive memory at an offset reserved for it, reads
      * the bytes back, and after a barrier checks what each peer wrote into its own memory. No receive is posted.
      */

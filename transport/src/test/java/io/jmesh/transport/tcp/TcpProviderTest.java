@@ -1,5 +1,6 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.transport.config.JmeshConfig;
@@ -165,8 +166,9 @@ class TcpProviderTest {
         int[] sent = new int[32];
         for (int i = 0; i < 32; i++) {
             fill(src, i * region, region, 77 + i);
+            // MORE on all but the last (TCP accepts the flag and announces each receive at once anyway)
             recv[i] = p.receiver().irecv(1, new Registration[] {rd}, new long[] {i * region}, new long[] {region},
-                    new int[] {i});
+                    new int[] {i}, i < 31 ? Receiver.MORE : 0);
             assertTrue(recv[i] >= 0, "irecv " + i + ": " + Status.describe(recv[i]));
         }
         assertEquals(Status.NOT_READY, p.receiver().irecv(1, new Registration[] {rd}, new long[] {32 * region},
@@ -340,6 +342,8 @@ class TcpProviderTest {
         assertEquals(Status.BAD_ARGUMENT, p.receiver().irecv(1, regs(rd, 1), new long[] {50}, new long[] {51},
                 new int[1]));
         assertEquals(Status.BAD_ARGUMENT, p.receiver().irecv(2, regs(rd, 1), new long[2], new long[2], new int[2]));
+        assertEquals(Status.BAD_ARGUMENT, p.receiver().irecv(1, regs(rd, 1), new long[1], new long[] {1}, new int[1],
+                4), "an unknown irecv flag");
         assertEquals(Status.BAD_ARGUMENT, p.receiver().test(3));
         rs.close();
         assertEquals(Status.BAD_ARGUMENT, p.sender().isend(rs, 0, 1, 0), "a closed registration");
