@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs inside the testbed guests for scripts/bench-testbed.sh (not by hand).
 #   bench-guest.sh perf ROUNDS   on 'pair': guest b serves, guest a is the client; ib_write_bw and jmesh bw for every
-#                                size (and jmesh bw --poll spin at 64 KiB and 1 MiB), then ib_write_lat and jmesh lat,
-#                                ROUNDS times (interleaved, so all see the same host load); logs in $TESTBED_OUT/perf/
+#                                size (and jmesh bw --poll spin at 64 KiB and 1 MiB), then ib_write_lat and jmesh lat
+#                                three times, ROUNDS times (interleaved, so all see the same host load); logs in $TESTBED_OUT/perf/
 #   bench-guest.sh jmh           on 'single': the JMH benchmarks with the verbs provider, short settings, -prof gc;
 #                                JSON in $TESTBED_OUT/jmh-bw.json and jmh-lat.json
 set -uo pipefail
@@ -22,6 +22,7 @@ rounds=${1:-3}
 # size:iterations, the same for perftest and jmesh (≈8-100 MB per step at the testbed's 5-20 MB/s)
 SIZES=(4096:2000 65536:1000 262144:300 1048576:100)
 LAT_N=2000
+LAT_PAIRS=3
 dev=rxe0
 v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}
 v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
@@ -60,8 +61,11 @@ for ((r = 1; r <= rounds; r++)); do
         || { fail=1; break 2; }
     fi
   done
-  pair "r$r-perftest-lat-2" perftest ib_write_lat -d $dev -x "$gidx" -F -s 2 -n $LAT_N || { fail=1; break; }
-  pair "r$r-jmesh-lat-2" jmesh lat -d $dev -x "$gidx" -s 2 -n $LAT_N --warmup 200 || { fail=1; break; }
+  # latency scatters more than bandwidth from run to run: LAT_PAIRS interleaved pairs per round
+  for ((k = 1; k <= LAT_PAIRS; k++)); do
+    pair "r$r.$k-perftest-lat-2" perftest ib_write_lat -d $dev -x "$gidx" -F -s 2 -n $LAT_N || { fail=1; break 2; }
+    pair "r$r.$k-jmesh-lat-2" jmesh lat -d $dev -x "$gidx" -s 2 -n $LAT_N --warmup 200 || { fail=1; break 2; }
+  done
   echo "bench[$TESTBED_NAME]: round $r of $rounds done"
 done
 [[ $fail == 0 ]] && { testbed-barrier bench-done 400 || fail=1; }

@@ -6,7 +6,7 @@
 #
 #   perf: 'pair' topology, guest b serves, guest a is the client. For each round: ib_write_bw and jmesh bw at 4 KiB,
 #         64 KiB, 256 KiB and 1 MiB (the same -n for both; jmesh bw --poll spin too at 64 KiB and 1 MiB), then
-#         ib_write_lat and jmesh lat at 2 bytes (-n 2000).
+#         ib_write_lat and jmesh lat at 2 bytes (-n 2000), three pairs per round (named rR.K).
 #         Writes DIR/testbed-perf.tsv (every run) and DIR/testbed-perf-summary.txt (medians and ratios).
 #   jmh:  'single' topology (rxe0 talking to itself, one JVM driving both ends), BandwidthBenchmark and
 #         LatencyBenchmark with -p provider=rdma and -prof gc, short settings: -f 1 -wi 2 -i 3 -w 1s -r 1s.

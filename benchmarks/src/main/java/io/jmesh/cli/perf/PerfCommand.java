@@ -319,7 +319,7 @@ public final class PerfCommand {
                 oob.send("done");
                 target = -1;
             }
-            if ((spin & 1023) == 0 && t != 1) {
+            if ((spin & 8191) == 0 && t != 1) { // the check is a syscall: rarely, between echoes
                 long now = System.nanoTime();
                 if (oob.ready()) {
                     String line = oob.receive();
