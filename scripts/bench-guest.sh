@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs inside the testbed guests for scripts/bench-testbed.sh (not by hand).
 #   bench-guest.sh perf ROUNDS   on 'pair': guest b serves, guest a is the client; ib_write_bw and jmesh bw for every
-#                                size (and jmesh bw --poll spin at 64 KiB and 1 MiB), then ib_write_lat and jmesh lat
-#                                three times, ROUNDS times (interleaved, so all see the same host load); logs in $TESTBED_OUT/perf/
+#                                size (and jmesh bw --poll spin at 64 KiB and 1 MiB), then three times ib_write_lat,
+#                                jmesh lat --op write, ib_send_lat and jmesh lat; ROUNDS times (interleaved, so all see the same host load); logs in $TESTBED_OUT/perf/
 #   bench-guest.sh jmh           on 'single': the JMH benchmarks with the verbs provider, short settings, -prof gc;
 #                                JSON in $TESTBED_OUT/jmh-bw.json and jmh-lat.json
 set -uo pipefail
@@ -61,10 +61,15 @@ for ((r = 1; r <= rounds; r++)); do
         || { fail=1; break 2; }
     fi
   done
-  # latency scatters more than bandwidth from run to run: LAT_PAIRS interleaved pairs per round
+  # latency scatters more than bandwidth from run to run: LAT_PAIRS interleaved pairs per round, of each kind:
+  # lat = RDMA write ping-pong polled in memory (ib_write_lat, jmesh lat --op write),
+  # latsend = two-sided ping-pong with receive completions (ib_send_lat, jmesh lat: isend/irecv)
   for ((k = 1; k <= LAT_PAIRS; k++)); do
     pair "r$r.$k-perftest-lat-2" perftest ib_write_lat -d $dev -x "$gidx" -F -s 2 -n $LAT_N || { fail=1; break 2; }
-    pair "r$r.$k-jmesh-lat-2" jmesh lat -d $dev -x "$gidx" -s 2 -n $LAT_N --warmup 200 || { fail=1; break 2; }
+    pair "r$r.$k-jmesh-lat-2" jmesh lat --op write -d $dev -x "$gidx" -s 2 -n $LAT_N --warmup 200 \
+      || { fail=1; break 2; }
+    pair "r$r.$k-perftest-latsend-2" perftest ib_send_lat -d $dev -x "$gidx" -F -s 2 -n $LAT_N || { fail=1; break 2; }
+    pair "r$r.$k-jmesh-latsend-2" jmesh lat -d $dev -x "$gidx" -s 2 -n $LAT_N --warmup 200 || { fail=1; break 2; }
   done
   echo "bench[$TESTBED_NAME]: round $r of $rounds done"
 done

@@ -6,7 +6,8 @@
 #
 #   perf: 'pair' topology, guest b serves, guest a is the client. For each round: ib_write_bw and jmesh bw at 4 KiB,
 #         64 KiB, 256 KiB and 1 MiB (the same -n for both; jmesh bw --poll spin too at 64 KiB and 1 MiB), then
-#         ib_write_lat and jmesh lat at 2 bytes (-n 2000), three pairs per round (named rR.K).
+#         at 2 bytes (-n 2000), three times per round (named rR.K): ib_write_lat against jmesh lat --op write (test
+#         'lat': RDMA writes polled in memory) and ib_send_lat against jmesh lat (test 'latsend': isend/irecv).
 #         Writes DIR/testbed-perf.tsv (every run) and DIR/testbed-perf-summary.txt (medians and ratios).
 #   jmh:  'single' topology (rxe0 talking to itself, one JVM driving both ends), BandwidthBenchmark and
 #         LatencyBenchmark with -p provider=rdma and -prof gc, short settings: -f 1 -wi 2 -i 3 -w 1s -r 1s.
@@ -60,7 +61,7 @@ if [[ $perf == 1 ]]; then
       awk -v s="$size" -v r="$r" -v t="$tool" '$1 == s && NF >= 5 { printf "%s\t%s\tbw\t%s\t%s\t%s\tMB/s\n", r, t, $1, $2, $4 }' "$f" | tail -1
     else
       # ib_write_lat / jmesh lat: ... t_typical (column 5), half a round trip in usec
-      awk -v s="$size" -v r="$r" -v t="$tool" '$1 == s && NF >= 9 { printf "%s\t%s\tlat\t%s\t%s\t%s\tusec\n", r, t, $1, $2, $5 }' "$f" | tail -1
+      awk -v s="$size" -v r="$r" -v t="$tool" -v x="$test" '$1 == s && NF >= 9 { printf "%s\t%s\t%s\t%s\t%s\t%s\tusec\n", r, t, x, $1, $2, $5 }' "$f" | tail -1
     fi
   done | sort -k3,3 -k4,4n -k1,1n -k2,2 >> "$tsv"
   {
@@ -75,7 +76,8 @@ if [[ $perf == 1 ]]; then
               printf "%-5s %10s %12s %12s %8s %14s %8s\n", kk[1], kk[2], p, j, ratio(j, p), y, ratio(y, p) } }' "$tsv" \
       | sort -k1,1 -k2,2n
     echo "# bw: MB/s (2^20 B/s, BW average), higher is better, ratio = jmesh / ib_write_bw (target >= 1.00 at >= 64 KiB)"
-    echo "# lat: t_typical usec (half a round trip), lower is better, ratio = jmesh / ib_write_lat (target <= 1.10)"
+    echo "# lat: t_typical usec (half a round trip), lower is better, ratio = jmesh lat --op write / ib_write_lat (target <= 1.10)"
+    echo "# latsend: t_typical usec, ratio = jmesh lat (isend/irecv) / ib_send_lat (two-sided, receive completions)"
     echo "# jmesh-spin: jmesh bw --poll spin (spins like perftest instead of parking when a poll finds nothing)"
   } > "$out/testbed-perf-summary.txt"
   cat "$out/testbed-perf-summary.txt"

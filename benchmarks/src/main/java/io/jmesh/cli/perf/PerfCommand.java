@@ -5,6 +5,7 @@ import io.jmesh.api.Fabric;
 import io.jmesh.api.Listener;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
+import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.cli.FabricSupport;
@@ -20,10 +21,13 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
 import java.net.ServerSocket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 
 /**
  * 'jmesh bw' and 'jmesh lat': perftest-style measurements of jmesh's isend/irecv between two nodes. The server
@@ -43,7 +47,7 @@ import java.util.Map;
  * The hot loops allocate nothing: request ids live in preallocated rings and times in preallocated arrays.
  */
 public final class PerfCommand {
-    static final int PROTOCOL = 2;
+    static final int PROTOCOL = 3;
     /** A warm-up round in which a JVM's JIT compiled for at most this long counts as quiet. */
     private static final long QUIET_MS = 10;
     private static final long ROUND_NS = 1_000_000_000L;
@@ -109,18 +113,25 @@ public final class PerfCommand {
         }
         int qps = (int) Oob.number(hello, "qps", 1, 64);
         long maxSize = Oob.number(hello, "maxsize", 1, PerfOptions.MAX_SIZE);
+        boolean write = test.equals("lat") && hello.getOrDefault("op", "send").equals("write");
+        if (!hello.getOrDefault("op", "send").equals(write ? "write" : "send")) {
+            oob.send("error unknown op '" + hello.get("op") + "'");
+            throw new IOException("protocol error: the client asked for op '" + hello.get("op") + "'");
+        }
+        RemoteRegion peerRegion = write ? region(hello, 2 * maxSize) : null;
         JmeshConfig config = FabricSupport.config(o.overrides());
         found = FabricSupport.discover(config); // before the fabric opens: see printHeader
         try (Fabric fabric = FabricSupport.open(config); Listener listener = fabric.listen();
              Arena arena = Arena.ofShared()) {
             ListenHandle own = FabricSupport.restrictOwn(ListenHandle.parse(listener.handleText()), fabric.links(),
                     o.device());
-            oob.send("handle handle=" + own);
             List<AutoCloseable> open = new ArrayList<>();
             try {
-                // registered before the connections, so that closing in reverse order closes them first
-                Registration reg = fabric.register(arena.allocate(maxSize, 4096));
+                // registered before the connections, so that closing in reverse order closes them first; lat: the
+                // second half is where the peer's one-sided writes land (--op write)
+                Registration reg = fabric.register(arena.allocate(test.equals("lat") ? 2 * maxSize : maxSize, 4096));
                 open.add(reg);
+                oob.send("handle handle=" + own + (write ? " region=" + hex(reg) : ""));
                 Receiver[] receivers = new Receiver[qps];
                 for (int i = 0; i < qps; i++) {
                     receivers[i] = FabricSupport.awaitReceiver(listener, o.timeout());
@@ -138,13 +149,15 @@ public final class PerfCommand {
                     echo = FabricSupport.awaitSender(c, o.timeout());
                     open.add(echo);
                     route = c.route();
-                    printHeader(fabric, config, r.local(), route, qps);
+                    printHeader(fabric, config, r.local(), route, qps, write);
                 } else {
-                    printHeader(fabric, config, null, "accepted " + qps + " connection(s) on " + own, qps);
+                    printHeader(fabric, config, null, "accepted " + qps + " connection(s) on " + own, qps, false);
                 }
                 oob.send("ready");
                 if (echo == null) {
                     sink(oob, receivers, reg, maxSize);
+                } else if (write) {
+                    echoWrites(oob, receivers[0], echo, reg, maxSize, peerRegion);
                 } else {
                     echo(oob, receivers[0], echo, reg, maxSize);
                 }
@@ -152,6 +165,25 @@ public final class PerfCommand {
                 closeAll(open);
             }
         }
+    }
+
+    private static String hex(Registration reg) {
+        return java.util.HexFormat.of().formatHex(reg.remote().encode());
+    }
+
+    /** The peer's memory for --op write, from its message; checked, since it comes from the network. */
+    private static RemoteRegion region(Map<String, String> f, long need) throws IOException {
+        RemoteRegion r;
+        try {
+            r = RemoteRegion.decode(java.util.HexFormat.of().parseHex(requireField(f, "region")));
+        } catch (IllegalArgumentException e) {
+            throw new IOException("protocol error: a bad memory region from the peer: " + e.getMessage());
+        }
+        if (r.length() < need) {
+            throw new IOException("protocol error: the peer's memory region has " + r.length() + " bytes, "
+                    + need + " needed");
+        }
+        return r;
     }
 
     private static String requireField(Map<String, String> f, String key) throws IOException {
@@ -350,6 +382,68 @@ public final class PerfCommand {
     }
 
     /**
+     * lat server with --op write: polls the last byte of its landing zone for the client's next mark, writes the
+     * same number of bytes back with that mark into the client's landing zone, and reaps the write's completion, as
+     * ib_write_lat's server does. The client names each size over the out-of-band channel first.
+     */
+    private void echoWrites(Oob oob, Receiver r, Sender s, Registration reg, long maxSize, RemoteRegion peer)
+            throws IOException {
+        MemorySegment mem = reg.memory();
+        Idler idler = new Idler(o.poll());
+        long size = -1;
+        long echoed = 0;
+        long target = -1;
+        long lastProgress = System.nanoTime();
+        long timeoutNs = o.timeout().toNanos();
+        for (long spin = 0; ; spin++) {
+            boolean got = size > 0 && (byte) BYTE.getAcquire(mem, maxSize + size - 1) == mark(echoed);
+            if (got) {
+                mem.set(JAVA_BYTE, size - 1, mark(echoed));
+                int w = writeOrFail(s, reg, size, peer, maxSize);
+                completeSend(s, w);
+                echoed++;
+                lastProgress = System.nanoTime();
+                idler.reset();
+            } else {
+                r.poll();
+                idler.idle();
+            }
+            if (target >= 0 && echoed == target) {
+                oob.send("done");
+                target = -1;
+            }
+            if ((spin & 8191) == 0 && !got) { // the check is a syscall: rarely, between echoes
+                long now = System.nanoTime();
+                if (oob.ready()) {
+                    String line = oob.receive();
+                    if (line.equals("bye")) {
+                        oob.send("bye");
+                        return;
+                    } else if (line.equals("jit")) {
+                        oob.send("jit ms=" + compileMillis());
+                    } else if (line.startsWith("report ")) {
+                        out.println(line.substring(7));
+                        out.flush();
+                    } else if (line.startsWith("size ")) {
+                        size = Oob.number(Oob.fields(line, "size"), "bytes", 1, maxSize);
+                        mem.set(JAVA_BYTE, maxSize + size - 1, (byte) 0);
+                        oob.send("ok");
+                    } else {
+                        target = totals(Oob.fields(line, "end"), 1)[0];
+                        if (echoed > target) {
+                            throw new IOException("echoed " + echoed + " messages but the client sent " + target);
+                        }
+                    }
+                    lastProgress = now;
+                } else if (target >= 0 && now - lastProgress > timeoutNs) {
+                    throw new IOException("no message for " + o.timeout().toSeconds() + " s (echoed " + echoed
+                            + " of " + target + "): the link stalled");
+                }
+            }
+        }
+    }
+
+    /**
      * Receives the latency test keeps posted at each end, reposted LAT_AHEAD / 2 at a time after an echo with
      * {@link Receiver#MORE}: the clear-to-send write that announces them leaves between round trips, not inside one
      * (where a receiver-driven transport would otherwise pay one more RDMA write than ib_write_lat per message on the
@@ -381,8 +475,9 @@ public final class PerfCommand {
             found = FabricSupport.discover(config); // before the fabric opens: see printHeader
             List<AutoCloseable> open = new ArrayList<>();
             try (Fabric fabric = FabricSupport.open(config); Arena arena = Arena.ofShared()) {
-                Registration reg = fabric.register(arena.allocate(o.maxSize(), 4096));
+                Registration reg = fabric.register(arena.allocate(lat ? 2 * o.maxSize() : o.maxSize(), 4096));
                 open.add(reg);
+                boolean write = lat && o.op().equals("write");
                 Listener listener = null;
                 if (lat) {
                     listener = fabric.listen();
@@ -390,8 +485,11 @@ public final class PerfCommand {
                 }
                 oob.send("hello version=" + PROTOCOL + " test=" + o.test() + " qps=" + o.qps() + " maxsize="
                         + o.maxSize() + (listener == null ? "" : " handle=" + FabricSupport.restrictOwn(
-                        ListenHandle.parse(listener.handleText()), fabric.links(), o.device())));
-                ListenHandle peer = ListenHandle.parse(requireField(oob.expect("handle"), "handle"));
+                        ListenHandle.parse(listener.handleText()), fabric.links(), o.device()))
+                        + (lat ? " op=" + o.op() : "") + (write ? " region=" + hex(reg) : ""));
+                Map<String, String> handle = oob.expect("handle");
+                ListenHandle peer = ListenHandle.parse(requireField(handle, "handle"));
+                peerRegion = write ? region(handle, 2 * o.maxSize()) : null;
                 ListenHandle target = FabricSupport.restrictPeer(peer, fabric.links(), o.device());
                 Route route = RouteSelector.best(fabric.links(), target);
                 Sender[] senders = new Sender[o.qps()];
@@ -409,7 +507,7 @@ public final class PerfCommand {
                     open.add(back);
                 }
                 oob.expect("ready");
-                printHeader(fabric, config, route.local(), routeText, o.qps());
+                printHeader(fabric, config, route.local(), routeText, o.qps(), write);
                 String columns = lat ? PerfReport.LAT_COLUMNS : o.gbits() ? PerfReport.BW_COLUMNS_GB
                         : PerfReport.BW_COLUMNS_MB;
                 out.println(columns);
@@ -432,7 +530,8 @@ public final class PerfCommand {
         }
     }
 
-    private void printHeader(Fabric fabric, JmeshConfig config, LocalLink local, String route, int qps) {
+    private void printHeader(Fabric fabric, JmeshConfig config, LocalLink local, String route, int qps,
+                             boolean write) {
         boolean lat = o.test().equals("lat");
         String mtu = "-";
         String device = local == null ? (o.device() == null ? "(any)" : o.device()) : local.device();
@@ -445,7 +544,8 @@ public final class PerfCommand {
                 mtu = p.activeMtu() + "[B]";
             }
         }
-        PerfReport.header(out, lat ? "jmesh Latency Test (isend/irecv ping-pong)"
+        PerfReport.header(out, lat ? (write ? "jmesh Latency Test (one-sided RDMA write ping-pong)"
+                        : "jmesh Latency Test (isend/irecv ping-pong)")
                         : "jmesh BW Test (isend/irecv, receiver-driven)",
                 "Provider", fabric.provider(), "Device", device, "GID index", gid, "Number of qps",
                 Integer.toString(qps), lat ? "Depth" : "Tx depth", Integer.toString(o.depth()), "Mtu", mtu,
@@ -584,14 +684,21 @@ public final class PerfCommand {
         long warm = o.warmupFor();
         int capacity = (int) (o.duration() > 0 ? MAX_SAMPLES : Math.min(o.iterations(), Integer.MAX_VALUE - 8));
         long[] rtt = new long[capacity];
-        latPosted = refillAhead(back, latRegs, latMax, latRing, latPosted, latRounds);
+        if (peerRegion == null) {
+            latPosted = refillAhead(back, latRegs, latMax, latRing, latPosted, latRounds);
+        } else {
+            // the peer polls the last byte of a size-dependent place: tell it the size; both clear that byte
+            reg.memory().set(JAVA_BYTE, o.maxSize() + size - 1, (byte) 0);
+            oob.send("size bytes=" + size);
+            oob.expect("ok");
+        }
         for (long i = 0; i < warm; i++) {
-            roundTrip(s, back, reg, size);
+            trip(s, back, reg, size);
         }
         settle(oob, size, () -> {
             long end = System.nanoTime() + ROUND_NS;
             do {
-                roundTrip(s, back, reg, size);
+                trip(s, back, reg, size);
             } while (System.nanoTime() - end < 0);
         });
         int n = 0;
@@ -599,11 +706,11 @@ public final class PerfCommand {
             long durationNs = o.duration() * 1_000_000_000L;
             long measureStart = System.nanoTime();
             while (n < capacity && System.nanoTime() - measureStart < durationNs) {
-                rtt[n++] = roundTrip(s, back, reg, size);
+                rtt[n++] = trip(s, back, reg, size);
             }
         } else {
             while (n < o.iterations()) {
-                rtt[n++] = roundTrip(s, back, reg, size);
+                rtt[n++] = trip(s, back, reg, size);
             }
         }
         // the receives posted ahead stay for the next size; the server's count is cumulative
@@ -611,6 +718,62 @@ public final class PerfCommand {
         oob.send("end totals=" + totals[0]);
         oob.expect("done");
         return PerfReport.latLine(size, rtt, n);
+    }
+
+    private long trip(Sender s, Receiver back, Registration reg, long size) throws IOException {
+        return peerRegion == null ? roundTrip(s, back, reg, size) : writeTrip(s, back, reg, size);
+    }
+
+    /** --op write: the peer's memory, whose second half takes this side's writes; null for isend/irecv. */
+    private RemoteRegion peerRegion;
+    private static final VarHandle BYTE = JAVA_BYTE.varHandle();
+
+    /** The mark of round trip {@code round} in the last byte of a --op write message: 1..255, never the cleared 0. */
+    static byte mark(long round) {
+        return (byte) (1 + round % 255);
+    }
+
+    /**
+     * One round trip of --op write, ib_write_lat's algorithm through jmesh's one-sided API: write the message into
+     * the peer's memory with the round's mark in its last byte, poll the last byte of this side's landing zone until
+     * the peer's echo brings the same mark, then reap the write's completion.
+     */
+    private long writeTrip(Sender s, Receiver back, Registration reg, long size) throws IOException {
+        MemorySegment mem = reg.memory();
+        byte mark = mark(latRounds);
+        long landing = o.maxSize() + size - 1;
+        long t0 = System.nanoTime();
+        mem.set(JAVA_BYTE, size - 1, mark);
+        int w = writeOrFail(s, reg, size, peerRegion, o.maxSize());
+        long spins = 0;
+        idler.reset();
+        while ((byte) BYTE.getAcquire(mem, landing) != mark) {
+            back.poll();            // TCP applies the peer's writes only while the receiver is polled
+            idler.idle();
+            if ((++spins & 1023) == 0 && System.nanoTime() - t0 > o.timeout().toNanos()) {
+                throw new IOException("no echo for " + o.timeout().toSeconds() + " s after " + latRounds
+                        + " round trips: the server or the link stalled");
+            }
+        }
+        long t1 = System.nanoTime();
+        latRounds++;
+        completeSend(s, w);
+        return t1 - t0;
+    }
+
+    private int writeOrFail(Sender s, Registration reg, long size, RemoteRegion remote, long remoteOffset)
+            throws IOException {
+        int req;
+        long start = System.nanoTime();
+        while ((req = s.write(reg, 0, size, remote, remoteOffset)) == Status.NOT_READY) {
+            if (System.nanoTime() - start > o.timeout().toNanos()) {
+                throw new IOException("write stayed NOT_READY for " + o.timeout().toSeconds() + " s");
+            }
+        }
+        if (req < 0) {
+            throw new IOException("write failed: " + Status.describe(req) + " " + s.error());
+        }
+        return req;
     }
 
     private static final long[] ZERO_OFFSET = {0};

@@ -29,10 +29,12 @@ import java.util.Set;
  * @param poll        what a loop does when a poll finds nothing: spin, yield the CPU, or park briefly
  * @param settle      after the counted warm-up, go on warming up in one-second rounds until neither JVM's JIT
  *                    compiler worked during a round, for at most this long (zero: no such rounds)
+ * @param op          lat only: "send" (isend/irecv ping-pong) or "write" (one-sided RDMA writes into the peer's
+ *                    memory, polled there, as ib_write_lat does)
  */
 public record PerfOptions(String test, String server, String device, int gidIndex, List<Long> sizes, long iterations,
                           long warmup, int qps, int depth, int duration, int port, String provider, Duration timeout,
-                          boolean gbits, String addresses, Idler.Mode poll, Duration settle) {
+                          boolean gbits, String addresses, Idler.Mode poll, Duration settle, String op) {
     /** perftest's default port is 18515; one above it lets both run at once. */
     public static final int DEFAULT_PORT = 18516;
     /** The transport's limit of requests in flight per connection. */
@@ -43,7 +45,7 @@ public record PerfOptions(String test, String server, String device, int gidInde
             "n", "iters", "q", "qp", "D", "duration", "p", "port", "t", "tx-depth", "a", "all", "h", "help",
             "R", "rdma_cm", "F", "CPU-freq");
     private static final Set<String> VALUES = Set.of("ib-dev", "gid-index", "size", "iters", "qp", "duration", "port",
-            "tx-depth", "provider", "timeout", "warmup", "addresses", "poll", "settle");
+            "tx-depth", "provider", "timeout", "warmup", "addresses", "poll", "settle", "op");
     private static final Set<String> FLAGS = Set.of("all", "help", "report_gbits", "report-gbits", "rdma_cm",
             "CPU-freq");
 
@@ -78,6 +80,13 @@ public record PerfOptions(String test, String server, String device, int gidInde
                     + "ib_write_lat does; leave -q out");
         }
         int depth = (int) a.integer("tx-depth", bw ? MAX_DEPTH : 1, 1, bw ? MAX_DEPTH : 1);
+        String op = a.string("op", "send");
+        if (!op.equals("send") && !op.equals("write")) {
+            throw new IllegalArgumentException("--op " + op + ": expected send or write");
+        }
+        if (bw && op.equals("write")) {
+            throw new IllegalArgumentException("--op write: only for 'jmesh lat'; 'jmesh bw' measures isend/irecv");
+        }
         String provider = a.string("provider", "auto").toLowerCase(java.util.Locale.ROOT);
         if (!Set.of("auto", "rdma", "tcp").contains(provider)) {
             throw new IllegalArgumentException("--provider " + provider + ": expected rdma, tcp or auto");
@@ -89,7 +98,7 @@ public record PerfOptions(String test, String server, String device, int gidInde
                 provider, Duration.ofSeconds(a.integer("timeout", 60, 1, 86_400)),
                 a.flag("report_gbits") || a.flag("report-gbits"), a.string("addresses", null),
                 Idler.parse(a.string("poll", bw ? "park" : "spin")),
-                Duration.ofSeconds(a.integer("settle", 60, 0, 3600)));
+                Duration.ofSeconds(a.integer("settle", 60, 0, 3600)), op);
     }
 
     /** The configuration overrides these options make. */
@@ -136,6 +145,11 @@ public record PerfOptions(String test, String server, String device, int gidInde
         out.println("  -n, --iters N         measured " + (bw ? "messages" : "round trips") + " per size (default "
                 + (bw ? "5000" : "1000") + ")");
         out.println("  -D, --duration SECS   run each size for SECS instead of -n");
+        if (!bw) {
+            out.println("      --op send|write   send: isend/irecv ping-pong (default); write: one-sided RDMA writes");
+            out.println("                        (Sender.write) into the peer's memory, which polls the last byte, as");
+            out.println("                        ib_write_lat does");
+        }
         if (bw) {
             out.println("  -q, --qp N            connections (queue pairs) used in parallel (default 1)");
             out.println("  -t, --tx-depth N      messages in flight per connection, 1 to 32 (default 32)");

@@ -95,6 +95,31 @@ class PerfCommandTest {
         }
     }
 
+    /**
+     * --op write: ib_write_lat's ping-pong through the one-sided API (the TCP provider applies the writes while the
+     * receivers are polled); sizes in descending order, so the server must follow the size changes the client
+     * announces.
+     */
+    @Test
+    void oneSidedWriteLatencyPrintsIbWriteLatColumns() throws Exception {
+        int port = freePort();
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
+                args(port, "127.0.92.1/24")));
+        Result client = run("lat", args(port, "127.0.92.2/24", "--op", "write", "-s", "4096,2", "-n", "200",
+                "--settle", "2", "127.0.0.1"));
+        Result srv = server.get(60, TimeUnit.SECONDS);
+        assertEquals(0, client.rc(), client.out() + client.err());
+        assertEquals(0, srv.rc(), srv.out() + srv.err());
+        assertTrue(client.out().contains("one-sided RDMA write ping-pong"), client.out());
+        assertTrue(srv.out().contains("one-sided RDMA write ping-pong"), srv.out());
+        for (String size : List.of("4096", "2")) {
+            Matcher m = Pattern.compile("(?m)^ " + size + "\\s+(\\d+)((\\s+[0-9.]+){7})$").matcher(client.out());
+            assertTrue(m.find(), "no result line for " + size + " in\n" + client.out());
+            assertEquals(200, Integer.parseInt(m.group(1)));
+            assertTrue(srv.out().contains(m.group()), "the server prints the client's line too:\n" + srv.out());
+        }
+    }
+
     @Test
     void aClientOfTheWrongTestIsToldSoOnBothEnds() throws Exception {
         int port = freePort();
@@ -130,8 +155,16 @@ class PerfCommandTest {
         assertEquals(9999, o.port());
         assertEquals("host", o.server());
         assertEquals(23, PerfOptions.parse("bw", List.of("-a"), System.out).sizes().size());
+        assertEquals("write", PerfOptions.parse("lat", List.of("--op", "write"), System.out).op());
+        assertEquals("send", PerfOptions.parse("lat", List.of(), System.out).op());
+        try {
+            PerfOptions.parse("bw", List.of("--op", "write"), System.out);
+            throw new AssertionError("bw accepted --op write");
+        } catch (IllegalArgumentException expected) {
+            assertTrue(expected.getMessage().contains("only for 'jmesh lat'"), expected.getMessage());
+        }
         for (List<String> bad : List.of(List.of("-q", "2"), List.of("-s", "0"), List.of("--frob"), List.of("-R"),
-                List.of("a", "b"))) {
+                List.of("a", "b"), List.of("--op", "read"))) {
             try {
                 PerfOptions.parse("lat", bad, System.out);
                 throw new AssertionError("accepted " + bad);
