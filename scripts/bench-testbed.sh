@@ -45,7 +45,7 @@ export JMESH_CP="$snap/jmesh-benchmarks.jar:$snap/lib/*"
 
 if [[ $perf == 1 ]]; then
   rd=$runs/$stamp-perf
-  testbed/run --out "$rd" -t $((rounds * 900)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP pair -- \
+  testbed/run --out "$rd" -t $((rounds * 1500)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP pair -- \
       bash "$ROOT/scripts/bench-guest.sh" perf "$rounds"
   rc=$?
   [[ $rc == 0 ]] || jmesh_say "the perf run failed (exit $rc); what finished is summarised below (logs: $rd)"
