@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs inside the two guests of 'pair' for scripts/cli-testbed.sh: guest b serves 'jmesh doctor', 'jmesh bw' and
-# 'jmesh lat'; guest a runs their client sides against b and checks the output for facts. Prints one line per check
+# 'jmesh lat' (twice: isend/irecv, then --op write); guest a runs their client sides against b and checks the output for facts. Prints one line per check
 # ("cli-check PASS|FAIL name: detail"); exit 1 when a check failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +17,7 @@ if [[ $TESTBED_NAME == b ]]; then
   timeout 200 "${J[@]}" doctor --serve --count 1 --timeout 120 > "$out/doctor-serve.log" 2>&1 || fail=1
   timeout 200 "${J[@]}" bw --timeout 120 > "$out/bw-server.log" 2>&1 || fail=1
   timeout 200 "${J[@]}" lat --timeout 120 > "$out/lat-server.log" 2>&1 || fail=1
+  timeout 200 "${J[@]}" lat --timeout 120 > "$out/lat-write-server.log" 2>&1 || fail=1
   [[ $fail == 0 ]] || { echo "cli-check FAIL servers on b:"; tail -n 20 "$out"/*.log | sed 's/^/    /'; }
 else
   timeout 200 "${J[@]}" doctor --timeout 120 "$peer" > "$out/doctor.log" 2>&1
@@ -36,6 +37,12 @@ else
   timeout 200 "${J[@]}" lat --timeout 120 -s 2 -n 100 --settle 5 "$peer" > "$out/lat.log" 2>&1 \
     && echo "cli-check PASS lat exit status 0" || { echo "cli-check FAIL lat exit status $?"; fail=1; }
   check "lat: result line" "$out/lat.log" '^ 2 +100( +[0-9.]+){7}$'
+  sleep 2
+  # one-sided RDMA writes polled in memory; two sizes, so the server must follow the size the client announces
+  timeout 200 "${J[@]}" lat --op write --timeout 120 -s 4096,2 -n 100 --settle 5 "$peer" > "$out/lat-write.log" 2>&1 \
+    && echo "cli-check PASS lat --op write exit status 0" || { echo "cli-check FAIL lat --op write exit status $?"; fail=1; }
+  check "lat --op write: header" "$out/lat-write.log" 'one-sided RDMA write ping-pong'
+  check "lat --op write: result lines" "$out/lat-write.log" '^ 2 +100( +[0-9.]+){7}$'
 fi
 testbed-barrier cli-done 300 || fail=1
 exit $fail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The jmesh command line on real verbs, for ./test (about a minute): on the testbed's 'pair', 'jmesh doctor' with a
-# real handshake to the peer, a short 'jmesh bw' and 'jmesh lat'; each output is checked for facts (routes, GID
+# real handshake to the peer, a short 'jmesh bw', 'jmesh lat' and 'jmesh lat --op write'; each output is checked for facts (routes, GID
 # index, the perftest columns). Last line: "cli: N passed, N failed, 0 skipped".
 #   scripts/cli-testbed.sh [testbed/run options]
 set -uo pipefail
