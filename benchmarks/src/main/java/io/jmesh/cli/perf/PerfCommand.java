@@ -263,15 +263,12 @@ public final class PerfCommand {
                 lastProgress = now;
             } else if ((spin & 255) == 0) {
                 if (oob.ready()) {
-                    String line = oob.receive();
-                    if (line.equals("bye")) {
+                    String line = control(oob);
+                    if (line == null) {
+                        // answered
+                    } else if (line.equals("bye")) {
                         oob.send("bye");
                         return;
-                    } else if (line.equals("jit")) {
-                        oob.send("jit ms=" + compileMillis());
-                    } else if (line.startsWith("report ")) {
-                        out.println(line.substring(7));
-                        out.flush();
                     } else {
                         long[] t = totals(Oob.fields(line, "end"), q);
                         System.arraycopy(t, 0, target, 0, q);
@@ -285,6 +282,24 @@ public final class PerfCommand {
                 }
             }
         }
+    }
+
+    /**
+     * Reads one out-of-band line in a server loop and answers what every loop answers alike: "jit" (this JVM's
+     * compilation time) and "report" (the client's result line, printed here too). Returns any other line, or null.
+     */
+    private String control(Oob oob) throws IOException {
+        String line = oob.receive();
+        if (line.equals("jit")) {
+            oob.send("jit ms=" + compileMillis());
+            return null;
+        }
+        if (line.startsWith("report ")) {
+            out.println(line.substring(7));
+            out.flush();
+            return null;
+        }
+        return line;
     }
 
     private static long[] totals(Map<String, String> f, int q) throws IOException {
@@ -354,18 +369,15 @@ public final class PerfCommand {
             if ((spin & 8191) == 0 && t != 1) { // the check is a syscall: rarely, between echoes
                 long now = System.nanoTime();
                 if (oob.ready()) {
-                    String line = oob.receive();
-                    if (line.equals("bye")) {
+                    String line = control(oob);
+                    if (line == null) {
+                        // answered
+                    } else if (line.equals("bye")) {
                         if (send >= 0) {
                             completeSend(s, send);
                         }
                         oob.send("bye");
                         return;
-                    } else if (line.equals("jit")) {
-                        oob.send("jit ms=" + compileMillis());
-                    } else if (line.startsWith("report ")) {
-                        out.println(line.substring(7));
-                        out.flush();
                     } else {
                         target = totals(Oob.fields(line, "end"), 1)[0];
                         if (echoed > target) {
@@ -415,15 +427,12 @@ public final class PerfCommand {
             if ((spin & 8191) == 0 && !got) { // the check is a syscall: rarely, between echoes
                 long now = System.nanoTime();
                 if (oob.ready()) {
-                    String line = oob.receive();
-                    if (line.equals("bye")) {
+                    String line = control(oob);
+                    if (line == null) {
+                        // answered
+                    } else if (line.equals("bye")) {
                         oob.send("bye");
                         return;
-                    } else if (line.equals("jit")) {
-                        oob.send("jit ms=" + compileMillis());
-                    } else if (line.startsWith("report ")) {
-                        out.println(line.substring(7));
-                        out.flush();
                     } else if (line.startsWith("size ")) {
                         size = Oob.number(Oob.fields(line, "size"), "bytes", 1, maxSize);
                         mem.set(JAVA_BYTE, maxSize + size - 1, (byte) 0);
