@@ -284,6 +284,20 @@ public final class PerfCommand {
         }
     }
 
+    /** The client's "end totals=T" in an echo loop: T, the messages to echo in all, checked against those echoed. */
+    private static long echoTarget(String line, long echoed) throws IOException {
+        long target = totals(Oob.fields(line, "end"), 1)[0];
+        if (echoed > target) {
+            throw new IOException("echoed " + echoed + " messages but the client sent " + target);
+        }
+        return target;
+    }
+
+    private IOException stalled(long echoed, long target) {
+        return new IOException("no message for " + o.timeout().toSeconds() + " s (echoed " + echoed + " of " + target
+                + "): the link stalled");
+    }
+
     /**
      * Reads one out-of-band line in a server loop and answers what every loop answers alike: "jit" (this JVM's
      * compilation time) and "report" (the client's result line, printed here too). Returns any other line, or null.
@@ -379,15 +393,11 @@ public final class PerfCommand {
                         oob.send("bye");
                         return;
                     } else {
-                        target = totals(Oob.fields(line, "end"), 1)[0];
-                        if (echoed > target) {
-                            throw new IOException("echoed " + echoed + " messages but the client sent " + target);
-                        }
+                        target = echoTarget(line, echoed);
                     }
                     lastProgress = now;
                 } else if (target >= 0 && now - lastProgress > timeoutNs) {
-                    throw new IOException("no message for " + o.timeout().toSeconds() + " s (echoed " + echoed
-                            + " of " + target + "): the link stalled");
+                    throw stalled(echoed, target);
                 }
             }
         }
@@ -438,15 +448,11 @@ public final class PerfCommand {
                         mem.set(JAVA_BYTE, maxSize + size - 1, (byte) 0);
                         oob.send("ok");
                     } else {
-                        target = totals(Oob.fields(line, "end"), 1)[0];
-                        if (echoed > target) {
-                            throw new IOException("echoed " + echoed + " messages but the client sent " + target);
-                        }
+                        target = echoTarget(line, echoed);
                     }
                     lastProgress = now;
                 } else if (target >= 0 && now - lastProgress > timeoutNs) {
-                    throw new IOException("no message for " + o.timeout().toSeconds() + " s (echoed " + echoed
-                            + " of " + target + "): the link stalled");
+                    throw stalled(echoed, target);
                 }
             }
         }
