@@ -340,6 +340,7 @@ class RdmaMeshTest {
             int mode = round % 3; // 0: the last receive without MORE; 1: all MORE, then test(); 2: MORE to NOT_READY
             Map<String, int[]> posted = new HashMap<>();
             Map<String, int[]> groups = new HashMap<>();
+            Map<String, Boolean> firstReported = new HashMap<>();
             for (int p = 0; p < peers.size(); p++) {
                 RdmaReceiver r = receivers.get(peers.get(p));
                 long writesBefore = r.ctsWrites();
@@ -367,7 +368,12 @@ class RdmaMeshTest {
                     }
                 }
                 if (mode == 1) {
-                    assertEquals(0, r.test(reqs[0]), "nothing was sent yet");
+                    // usually 0; but the peer may see the announcement, send, and the message land within this very
+                    // call when the emulated CPU is descheduled after the clear-to-send write: then it is reported
+                    int first = r.test(reqs[0]);
+                    assertTrue(first == 0 || first == 1, "test of a receive just announced: " + Status.describe(first)
+                            + " " + r.error());
+                    firstReported.put(peers.get(p), first == 1);
                 } else if (mode == 2) {
                     assertEquals(Status.NOT_READY, r.irecv(1, new Registration[] {recvReg}, new long[] {0},
                             new long[] {1}, new int[] {0}, Receiver.MORE), "a 33rd receive must wait");
@@ -411,7 +417,9 @@ class RdmaMeshTest {
                 int[] ns = groups.get(peer);
                 for (int j = 0; j < count; j++) {
                     int req = reqs[j];
-                    awaitDone(() -> r.test(req), r);
+                    if (j > 0 || !firstReported.getOrDefault(peer, false)) {
+                        awaitDone(() -> r.test(req), r);
+                    }
                     for (int g = 0; g < ns[j]; g++) {
                         int tag = ns[j] - 1 - g;
                         long len = 1 + (j * 131 + tag * 17) % slot;
