@@ -72,8 +72,8 @@ public interface Receiver extends AutoCloseable {
      * Makes progress without a request of its own. On TCP the receiving end applies the peer's one-sided writes and
      * serves its reads (see {@link Sender#write}) only while it is polled: through {@link #irecv}, {@link #test},
      * {@link #iflush} or this; an application that posts no receives must call this (or hand the receiver to a
-     * {@link Progress} agent) for the peer's one-sided operations to complete. On verbs the NIC does that work and
-     * this does nothing. Never blocks.
+     * {@link Progress} agent) for the peer's one-sided operations to complete. On verbs the NIC does that work; this
+     * only announces receives still held by {@link #MORE}. Never blocks.
      */
     default void poll() {
     }
