@@ -115,8 +115,10 @@ public final class PerfCommand {
         long maxSize = Oob.number(hello, "maxsize", 1, PerfOptions.MAX_SIZE);
         boolean write = test.equals("lat") && hello.getOrDefault("op", "send").equals("write");
         if (!hello.getOrDefault("op", "send").equals(write ? "write" : "send")) {
-            oob.send("error unknown op '" + hello.get("op") + "'");
-            throw new IOException("protocol error: the client asked for op '" + hello.get("op") + "'");
+            oob.send("error this server knows --op send and, for lat, --op write, not '" + hello.get("op")
+                    + "': run the same jmesh version on both ends");
+            throw new IOException("the client asked for op '" + hello.get("op") + "' with 'jmesh " + test
+                    + "': run the same jmesh version on both ends");
         }
         RemoteRegion peerRegion = write ? region(hello, 2 * maxSize) : null;
         JmeshConfig config = FabricSupport.config(o.overrides());
@@ -784,6 +786,10 @@ public final class PerfCommand {
             if (System.nanoTime() - start > o.timeout().toNanos()) {
                 throw new IOException("write stayed NOT_READY for " + o.timeout().toSeconds() + " s");
             }
+        }
+        if (req == Status.BAD_ARGUMENT) {
+            throw new IOException("write failed: the peer's memory region " + remote + " does not take " + size
+                    + " bytes at " + remoteOffset + " over this connection (another provider, or too small)");
         }
         if (req < 0) {
             throw new IOException("write failed: " + Status.describe(req) + " " + s.error());
