@@ -1,5 +1,6 @@
 package io.jmesh.api;
 
+import io.jmesh.transport.core.CoreSender;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -38,7 +39,7 @@ class PreferredLinkTest {
         try {
             String route = connector.route();
             String local = route.substring(4, route.indexOf('/'));
-            assertEquals(local, ((io.jmesh.transport.tcp.TcpSender) s).localAddress(0).getAddress().getHostAddress(),
+            assertEquals(local, io.jmesh.transport.tcp.TcpSockets.localAddress(s, 0).getAddress().getHostAddress(),
                     "the data sockets are bound to the route's local address");
             try (var arena = java.lang.foreign.Arena.ofConfined()) {
                 Registration reg = a.register(arena.allocate(64));

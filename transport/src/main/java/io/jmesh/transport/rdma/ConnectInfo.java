@@ -1,5 +1,6 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.transport.core.Cts;
 import io.jmesh.transport.verbs.QpEndpoint;
 
 import java.net.InetAddress;

@@ -169,6 +169,23 @@ final class Endpoint implements AutoCloseable {
         }
     }
 
+    /** Closes every rail, all of them even when one fails; rethrows the first failure. */
+    static void closeAll(Endpoint[] rails) {
+        RuntimeException first = null;
+        for (Endpoint r : rails) {
+            try {
+                r.close();
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
     @Override
     public void close() {
         if (closed) {

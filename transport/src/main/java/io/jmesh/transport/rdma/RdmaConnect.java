@@ -1,5 +1,9 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Fate;
+import io.jmesh.transport.core.SendSlot;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.OutboundHandshake;
 import io.jmesh.transport.net.ListenHandle;
@@ -16,7 +20,7 @@ import java.util.StringJoiner;
 
 /**
  * A connect in progress, as a non-blocking state machine: {@link #poll()} returns null until the handshake is done,
- * then the {@link RdmaSender}. The route is chosen here: the local link that shares a subnet with the peer (the
+ * then the sender ({@link RdmaSendWire} under the core's sender). The route is chosen here: the local link that shares a subnet with the peer (the
  * preferred link first when it can reach the peer, then the fastest), plus every other equally fast link to the
  * same peer when multi-link is on (twins), each with the configured number of queue pairs. The queue pairs are
  * created in INIT at once and brought to RTR and RTS when the listener's reply arrives.
@@ -28,7 +32,7 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
     private final List<Route> routes;
     private final Endpoint[] rails;
     private final OutboundHandshake handshake;
-    private RdmaSender sender;
+    private CoreSender sender;
     private boolean done;
 
     RdmaConnect(RdmaProvider provider, ListenHandle peer, String preferredLink) throws NoRouteException {
@@ -54,7 +58,7 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
             List<ConnectInfo.Rail> info = new ArrayList<>();
             for (int i = 0; i < rails.length; i++) {
                 Route r = used.get(i / qps);
-                rails[i] = provider.endpoint(r.local(), i == 0 ? RdmaSender.CONTROL_BYTES : 4096);
+                rails[i] = provider.endpoint(r.local(), i == 0 ? RdmaSendWire.CONTROL_BYTES : 4096);
                 info.add(new ConnectInfo.Rail(rails[i].local(), rails[i].deviceIndex, r.peer().prefix().address()));
             }
             byte[] payload = new ConnectInfo(info, rails[0].control.address(), rails[0].controlMr.rkey()).encode();
@@ -88,7 +92,7 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
      *                        created is freed)
      */
     @Override
-    public RdmaSender poll() {
+    public CoreSender poll() {
         if (done) {
             return sender;
         }
@@ -108,8 +112,11 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                         for (int i = 0; i < rails.length; i++) {
                             rails[i].connect(peer.rails().get(i).qp());
                         }
-                        sender = new RdmaSender(rails, peer.controlAddress(), peer.controlRkey(),
-                                peer.rails().getFirst().deviceIndex(), provider::forget);
+                        Fate fate = new Fate();
+                        SendSlot[] ring = CoreSender.ring();
+                        RdmaSendWire wire = new RdmaSendWire(fate, ring, rails, peer.controlAddress(),
+                                peer.controlRkey(), peer.rails().getFirst().deviceIndex());
+                        sender = new CoreSender(fate, wire.fifo(), ring, wire, provider::forget);
                         handshake.confirm();
                     }
                     return null;

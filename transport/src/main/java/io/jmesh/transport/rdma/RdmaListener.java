@@ -1,5 +1,9 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.transport.core.CoreReceiver;
+import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Fate;
+import io.jmesh.transport.core.ReceiveSlot;
 import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
@@ -20,7 +24,7 @@ import java.util.List;
 public final class RdmaListener implements io.jmesh.api.Listener {
     private static final Logger LOG = LogManager.getLogger(RdmaListener.class);
 
-    private record Pending(InboundHandshake handshake, RdmaReceiver receiver) {
+    private record Pending(InboundHandshake handshake, CoreReceiver receiver) {
     }
 
     private final RdmaProvider provider;
@@ -50,7 +54,7 @@ public final class RdmaListener implements io.jmesh.api.Listener {
 
     /** A connected receiver, or null while none has completed. */
     @Override
-    public synchronized RdmaReceiver accept() {
+    public synchronized CoreReceiver accept() {
         if (closed) {
             throw new IllegalStateException("the listener is closed");
         }
@@ -94,13 +98,16 @@ public final class RdmaListener implements io.jmesh.api.Listener {
             rails = new Endpoint[n];
             List<ConnectInfo.Rail> reply = new ArrayList<>();
             for (int i = 0; i < n; i++) {
-                rails[i] = provider.endpoint(links[i], i == 0 ? RdmaReceiver.CONTROL_BYTES : 4096);
+                rails[i] = provider.endpoint(links[i], i == 0 ? RdmaReceiveWire.CONTROL_BYTES : 4096);
                 rails[i].connect(peer.rails().get(i).qp());
                 reply.add(new ConnectInfo.Rail(rails[i].local(), rails[i].deviceIndex, null));
             }
             LocalLink first = links[0];
-            RdmaReceiver receiver = new RdmaReceiver(rails, peer.controlAddress(), peer.controlRkey(),
-                    () -> provider.loopback(first, RdmaReceiver.FLUSH_BYTES), provider::forget);
+            Fate fate = new Fate();
+            ReceiveSlot[] ring = CoreReceiver.ring();
+            CoreReceiver receiver = new CoreReceiver(fate, ring, new RdmaReceiveWire(fate, ring, rails,
+                    peer.controlAddress(), peer.controlRkey(),
+                    () -> provider.loopback(first, RdmaReceiveWire.FLUSH_BYTES)), provider::forget);
             Endpoint[] owned = rails;
             rails = null; // the receiver owns them now
             long sizes = owned[0].control.address() + Cts.FIFO_BYTES;

@@ -1,26 +1,25 @@
 package io.jmesh.transport.tcp;
 
-import io.jmesh.api.Status;
+import io.jmesh.transport.core.Fate;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.channels.SocketChannel;
 
 /**
- * The data sockets of one connection and its fate: it owns the sockets and closes them once, on failure or on close.
- * The first failure wins and is kept as the error both ends' {@code error()} report; it names the peer, the cause and
- * what it means.
+ * The data sockets of one end of a connection and its fate: it owns the sockets and closes them once, on failure or
+ * on close. The first failure wins and is what {@code error()} reports; it names the peer, the cause and what it
+ * means. Closing the sockets on failure tells the peer at once.
  */
-final class DataConnection {
+final class DataConnection extends Fate {
     private static final Logger LOG = LogManager.getLogger(DataConnection.class);
 
     final SocketChannel[] sockets;
     /** The peer's end of socket 0, e.g. "127.0.101.3:40123". */
     final String peer;
     private final String role;
-    private volatile String error;
-    private volatile boolean closed;
 
     DataConnection(SocketChannel[] sockets, String role) {
         this.sockets = sockets.clone();
@@ -28,51 +27,35 @@ final class DataConnection {
         this.role = role;
     }
 
-    String error() {
-        return error;
+    /** The number of data sockets. */
+    int count() {
+        return sockets.length;
     }
 
-    boolean failed() {
-        return error != null;
+    /** This side's address of data socket i (on the link the connection runs over). */
+    InetSocketAddress localAddress(int socket) {
+        return DataSockets.localAddress(sockets[socket]);
     }
 
-    boolean closed() {
-        return closed;
+    /** The peer's address of data socket i. */
+    InetSocketAddress remoteAddress(int socket) {
+        return DataSockets.remoteAddress(sockets[socket]);
     }
 
-    /** Fails the connection (first failure wins) and closes the sockets so the peer learns at once. */
-    int fail(String why) {
-        if (closed) {
-            return Status.CLOSED;
-        }
-        boolean first = false;
-        synchronized (this) { // failure path only
-            if (error == null) {
-                error = why;
-                first = true;
-            }
-        }
-        if (first) {
-            LOG.warn("jmesh tcp {}: {}", role, why);
-            closeSockets();
-        }
-        return Status.FAILED;
+    @Override
+    protected void failed(String why) {
+        LOG.warn("jmesh tcp {}: {}", role, why);
+        close();
     }
 
     /** A socket call failed: reset, broken pipe, or this side closed it (then the result is CLOSED). */
     int lost(IOException e) {
-        if (closed) {
-            return Status.CLOSED;
-        }
         String what = e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
         return fail("connection to " + peer + " lost: " + what + "; the peer process died or closed the connection");
     }
 
     /** The peer closed its end. */
     int lostEndOfStream(String detail) {
-        if (closed) {
-            return Status.CLOSED;
-        }
         return fail("connection to " + peer + " lost: the peer closed the connection" + detail
                 + "; the peer process died or closed the connection");
     }
@@ -89,16 +72,10 @@ final class DataConnection {
                 + "jmesh version on every node)");
     }
 
-    private void closeSockets() {
+    /** Closes the sockets (idempotent): on failure, and when the owner closes this end. */
+    void close() {
         for (SocketChannel ch : sockets) {
             DataSockets.closeQuietly(ch);
-        }
-    }
-
-    void close() {
-        if (!closed) {
-            closed = true;
-            closeSockets();
         }
     }
 

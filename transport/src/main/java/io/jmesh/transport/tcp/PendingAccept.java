@@ -9,7 +9,7 @@ import java.security.MessageDigest;
 /**
  * A connection this listener accepted in the handshake, waiting for its data sockets: each must arrive from the
  * connector's address with the connection's token and its own index. Owns the sockets attached so far until they are
- * handed to a {@link TcpReceiver} or closed.
+ * handed to a receiver or closed.
  */
 final class PendingAccept {
     final InboundHandshake handshake;

@@ -1,6 +1,7 @@
 package io.jmesh.transport.tcp;
 
 import io.jmesh.api.Connector;
+import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.OutboundHandshake;
 import io.jmesh.transport.net.ListenHandle;
@@ -16,7 +17,7 @@ import java.nio.channels.SocketChannel;
 
 /**
  * A TCP connect in progress, as a non-blocking state machine: {@link #poll()} returns null until the connection is
- * ready, then the {@link TcpSender}. The handshake carries a {@link ConnectRequest}; when the listener's {@link
+ * ready, then the sender ({@link TcpSendWire} under the core's sender). The handshake carries a {@link ConnectRequest}; when the listener's {@link
  * AcceptReply} arrives, this side opens the data sockets, each bound to the route's local address (so the data runs
  * over the link's own subnet) and connected to the listener's data port on its address of that link, and writes each
  * one's {@link AttachHeader}; once every header is written it confirms the handshake, and the sender is returned when
@@ -32,7 +33,7 @@ public final class TcpConnect implements Connector {
     private SocketChannel[] sockets;
     private boolean[] connected;
     private ByteBuffer[] greetings;
-    private TcpSender sender;
+    private CoreSender sender;
     private boolean confirmed;
     private boolean done;
 
@@ -56,7 +57,7 @@ public final class TcpConnect implements Connector {
      * @throws IllegalStateException naming the cause when the connect failed (everything it created is freed)
      */
     @Override
-    public TcpSender poll() {
+    public CoreSender poll() {
         if (done) {
             return sender;
         }
@@ -71,7 +72,7 @@ public final class TcpConnect implements Connector {
                         openSockets(AcceptReply.decode(handshake.peerPayload(), requested));
                     }
                     if (!confirmed && advanceSockets()) {
-                        sender = new TcpSender(new DataConnection(sockets, "sender"), provider);
+                        sender = TcpSendWire.sender(new DataConnection(sockets, "sender"), provider::release);
                         sockets = null; // the sender owns them now
                         confirmed = true;
                         handshake.confirm();
@@ -86,7 +87,7 @@ public final class TcpConnect implements Connector {
                         throw new IllegalStateException("the TCP provider is closed");
                     }
                     LOG.info("connected to {} over {} ({} data sockets)", route.peer().prefix(),
-                            route.local().prefix(), sender.sockets());
+                            route.local().prefix(), ((TcpSendWire) sender.wire()).connection().count());
                     return sender;
                 }
                 default -> throw new IllegalStateException("connecting to " + route.peer().prefix() + " over "

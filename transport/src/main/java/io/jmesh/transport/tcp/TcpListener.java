@@ -1,6 +1,7 @@
 package io.jmesh.transport.tcp;
 
 import io.jmesh.api.Listener;
+import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
@@ -65,7 +66,7 @@ public final class TcpListener implements Listener {
      * @throws IllegalStateException when the listener is closed
      */
     @Override
-    public synchronized TcpReceiver accept() {
+    public synchronized CoreReceiver accept() {
         if (closed) {
             throw new IllegalStateException("the listener is closed");
         }
@@ -86,7 +87,8 @@ public final class TcpListener implements Listener {
             } else if (s == HandshakeStatus.COMPLETE && p.ready()) {
                 it.remove();
                 SocketChannel[] sockets = p.takeSockets();
-                TcpReceiver r = new TcpReceiver(new DataConnection(sockets, "receiver"), provider);
+                CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(sockets, "receiver"),
+                        provider.registry(), provider::release);
                 if (!provider.adopt(r)) {
                     r.close();
                     throw new IllegalStateException("the TCP provider is closed");

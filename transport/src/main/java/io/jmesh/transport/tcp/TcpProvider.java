@@ -25,11 +25,11 @@ import java.util.Set;
 
 /**
  * jmesh over TCP sockets, for meshes and machines without RDMA, behind the same API and with the same semantics as
- * the verbs provider: unidirectional connections (connect gives a {@link TcpSender}, accept a {@link TcpReceiver}),
+ * the verbs provider: unidirectional connections (connect gives a sender, accept a receiver),
  * receiver-driven flow control with grouped, tagged receives, and up to 32 requests in flight. Each connection runs
  * over the one local link that shares a subnet with the peer, with {@code JMESH_TCP_SOCKETS} data sockets bound to
  * that link's address. One-sided writes and reads name a registration by its random id ({@link TcpRegistry}); the
- * owner's {@link TcpReceiver} applies and serves them while its application polls it, where verbs has the NIC do it.
+ * owner's receiver ({@link TcpOpServer}) applies and serves them while its application polls it, where verbs has the NIC do it.
  *
  * <pre>{@code
  * try (TcpProvider tcp = TcpProvider.open(JmeshConfig.fromEnvironment())) {

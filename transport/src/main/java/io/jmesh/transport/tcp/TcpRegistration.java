@@ -102,7 +102,7 @@ public final class TcpRegistration implements Registration {
     /**
      * The descriptor peers pass to {@link io.jmesh.api.Sender#write} and {@link io.jmesh.api.Sender#read}: provider
      * "tcp", this memory's address and length, and the registration's id as two keys (high half first). Over TCP the
-     * owner's receiver applies those operations while its application polls it (see {@link TcpReceiver}).
+     * owner's receiver applies those operations while its application polls it (see {@link TcpOpServer}).
      *
      * @throws IllegalStateException when the registration is closed, or was not made by a provider
      */

@@ -1,5 +1,7 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.transport.net.ListenHandle;
@@ -33,8 +35,8 @@ final class KilledPeerChild {
         MemorySegment buf = arena.allocate(2 * DEPTH * MESSAGE, 4096);
         Registration reg = provider.register(buf);
         RdmaConnect connect = provider.connect(survivor);
-        RdmaSender sender = null;
-        RdmaReceiver receiver = null;
+        CoreSender sender = null;
+        CoreReceiver receiver = null;
         long deadline = System.nanoTime() + RdmaTestbedSupport.STEP.toNanos();
         while (sender == null || receiver == null) {
             if (sender == null) {
@@ -104,7 +106,7 @@ final class KilledPeerChild {
         Runtime.getRuntime().halt(HALTED);
     }
 
-    private static int post(RdmaReceiver receiver, Registration reg, int tag) {
+    private static int post(CoreReceiver receiver, Registration reg, int tag) {
         int slot = tag % DEPTH;
         int q = receiver.irecv(1, new Registration[] {reg}, new long[] {slot * MESSAGE}, new long[] {MESSAGE},
                 new int[] {tag});

@@ -1,5 +1,7 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.transport.net.ListenHandle;
@@ -93,7 +95,7 @@ class RdmaCloseInFlightTest {
     }
 
     /** {@code n} connections to the peer and {@code n} from it, set up together; the receivers in arrival order. */
-    private static void connect(int n, List<RdmaSender> senders, List<RdmaReceiver> receivers) throws Exception {
+    private static void connect(int n, List<CoreSender> senders, List<CoreReceiver> receivers) throws Exception {
         List<RdmaConnect> connects = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             RdmaConnect c = provider.connect(peerHandle);
@@ -106,7 +108,7 @@ class RdmaCloseInFlightTest {
         while (done < n || receivers.size() < n) {
             for (int i = 0; i < n; i++) {
                 if (senders.get(i) == null) {
-                    RdmaSender s = connects.get(i).poll();
+                    CoreSender s = connects.get(i).poll();
                     if (s != null) {
                         connections.add(s);
                         senders.set(i, s);
@@ -114,7 +116,7 @@ class RdmaCloseInFlightTest {
                     }
                 }
             }
-            RdmaReceiver r = listener.accept();
+            CoreReceiver r = listener.accept();
             if (r != null) {
                 connections.add(r);
                 receivers.add(r);
@@ -128,7 +130,7 @@ class RdmaCloseInFlightTest {
     }
 
     /** Tests the requests round-robin until one fails; returns that status, or fails the test after the bound. */
-    private static int awaitFailure(RdmaReceiver r, int[] requests, String what) {
+    private static int awaitFailure(CoreReceiver r, int[] requests, String what) {
         Duration bound = failureBound();
         long start = System.nanoTime();
         boolean[] completed = new boolean[requests.length];
@@ -168,11 +170,11 @@ class RdmaCloseInFlightTest {
     @Test
     @Order(1)
     void senderClosedWithRequestsInFlightAnswersClosedAndThePeersReceiverFails() throws Exception {
-        List<RdmaSender> senders = new ArrayList<>();
-        List<RdmaReceiver> receivers = new ArrayList<>();
+        List<CoreSender> senders = new ArrayList<>();
+        List<CoreReceiver> receivers = new ArrayList<>();
         connect(1, senders, receivers);
-        RdmaSender s = senders.getFirst();
-        RdmaReceiver r = receivers.getFirst();
+        CoreSender s = senders.getFirst();
+        CoreReceiver r = receivers.getFirst();
         int[] recvs = new int[8];
         for (int k = 0; k < recvs.length; k++) {
             recvs[k] = r.irecv(1, new Registration[] {recvReg}, new long[] {k * BIG}, new long[] {BIG},
@@ -211,14 +213,14 @@ class RdmaCloseInFlightTest {
     @Test
     @Order(2)
     void receiverClosedWithReceivesPostedMakesThePeersSendersFail() throws Exception {
-        List<RdmaSender> senders = new ArrayList<>();
-        List<RdmaReceiver> receivers = new ArrayList<>();
+        List<CoreSender> senders = new ArrayList<>();
+        List<CoreReceiver> receivers = new ArrayList<>();
         connect(2, senders, receivers);
         fill(sendBuf, SMALL, seed(me, 0, 0));
         // both receivers: four receives; the first is used at once, so its clear-to-send (and the next ones, sent
         // before it) have reached the sender
         List<int[]> recvs = new ArrayList<>();
-        for (RdmaReceiver r : receivers) {
+        for (CoreReceiver r : receivers) {
             int[] q = new int[4];
             for (int k = 0; k < q.length; k++) {
                 q[k] = r.irecv(1, new Registration[] {recvReg}, new long[] {k * SMALL}, new long[] {SMALL},
@@ -227,18 +229,18 @@ class RdmaCloseInFlightTest {
             }
             recvs.add(q);
         }
-        for (RdmaSender s : senders) {
+        for (CoreSender s : senders) {
             int req = awaitRequest(() -> s.isend(sendReg, 0, SMALL, 0), s, "first message");
             awaitDone(() -> s.test(req), s, "first message");
         }
         for (int i = 0; i < receivers.size(); i++) {
-            RdmaReceiver r = receivers.get(i);
+            CoreReceiver r = receivers.get(i);
             int req = recvs.get(i)[0];
             awaitDone(() -> r.test(req), r, "first message");
         }
         barrier("close-receiver-posted");
         for (int i = 0; i < receivers.size(); i++) {
-            RdmaReceiver r = receivers.get(i);
+            CoreReceiver r = receivers.get(i);
             r.close();
             assertEquals(Status.CLOSED, r.test(recvs.get(i)[1]), "test() of a posted receive of a closed receiver");
             assertEquals(Status.CLOSED, r.irecv(1, new Registration[] {recvReg}, new long[] {0}, new long[] {1},
@@ -249,8 +251,8 @@ class RdmaCloseInFlightTest {
         // sender 0 writes into a buffer the closed receiver had posted (tag 1); sender 1 waits for tag 9, never posted
         Duration bound = failureBound();
         long start = System.nanoTime();
-        RdmaSender writing = senders.get(0);
-        RdmaSender waiting = senders.get(1);
+        CoreSender writing = senders.get(0);
+        CoreSender waiting = senders.get(1);
         int writeReq = Status.NOT_READY;
         int writeStatus = 0;
         int waitStatus = 0;
@@ -304,11 +306,11 @@ class RdmaCloseInFlightTest {
     @Order(3)
     void afterwardsNewConnectionsWorkAndEverythingClosesCleanly() throws Exception {
         closeAll(connections);
-        List<RdmaSender> senders = new ArrayList<>();
-        List<RdmaReceiver> receivers = new ArrayList<>();
+        List<CoreSender> senders = new ArrayList<>();
+        List<CoreReceiver> receivers = new ArrayList<>();
         connect(1, senders, receivers);
-        RdmaSender s = senders.getFirst();
-        RdmaReceiver r = receivers.getFirst();
+        CoreSender s = senders.getFirst();
+        CoreReceiver r = receivers.getFirst();
         long len = (1 << 20) + 3;
         fill(sendBuf, len, seed(me, 3, 3));
         int rreq = r.irecv(1, new Registration[] {recvReg}, new long[] {0}, new long[] {BIG}, new int[] {5});

@@ -1,5 +1,7 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.transport.net.ListenHandle;
@@ -97,8 +99,8 @@ class RdmaKilledPeerTest {
             ListenHandle child = RdmaTestbedSupport.awaitListenHandle(CHILD_HANDLE);
             RdmaConnect connect = provider.connect(child);
             open.add(connect);
-            RdmaSender sender = null;
-            RdmaReceiver receiver = null;
+            CoreSender sender = null;
+            CoreReceiver receiver = null;
             long deadline = System.nanoTime() + STEP.toNanos();
             while (sender == null || receiver == null) {
                 if (sender == null && (sender = connect.poll()) != null) {

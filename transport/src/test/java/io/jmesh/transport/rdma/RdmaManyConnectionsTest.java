@@ -1,5 +1,7 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.transport.config.JmeshConfig;
@@ -82,8 +84,8 @@ class RdmaManyConnectionsTest {
                 connects[i] = provider.connect(peerHandle);
                 open.add(connects[i]);
             }
-            RdmaSender[] senders = new RdmaSender[CONNECTIONS];
-            List<RdmaReceiver> receivers = new ArrayList<>();
+            CoreSender[] senders = new CoreSender[CONNECTIONS];
+            List<CoreReceiver> receivers = new ArrayList<>();
             int connected = 0;
             long deadline = System.nanoTime() + STEP.toNanos();
             while (connected < CONNECTIONS || receivers.size() < CONNECTIONS) {
@@ -93,7 +95,7 @@ class RdmaManyConnectionsTest {
                         connected++;
                     }
                 }
-                RdmaReceiver r = listener.accept();
+                CoreReceiver r = listener.accept();
                 if (r != null) {
                     open.add(r);
                     receivers.add(r);
@@ -104,7 +106,7 @@ class RdmaManyConnectionsTest {
                 }
                 Thread.onSpinWait();
             }
-            System.out.println(me + ": " + CONNECTIONS + " connections each way up, " + senders[0].device());
+            System.out.println(me + ": " + CONNECTIONS + " connections each way up, " + ((RdmaSendWire) senders[0].wire()).device());
 
             // 2. every receive posted, then all 16 senders driven round-robin until every message is through
             int[][] recvReq = new int[CONNECTIONS][MESSAGES];
@@ -139,7 +141,7 @@ class RdmaManyConnectionsTest {
             while (sendsDone < CONNECTIONS * MESSAGES || recvsDone < CONNECTIONS * MESSAGES) {
                 int active = 0;
                 for (int i = 0; i < CONNECTIONS; i++) {
-                    RdmaSender s = senders[i];
+                    CoreSender s = senders[i];
                     if (nextSend[i] < MESSAGES) {
                         int k = nextSend[i];
                         int req = s.isend(sendReg, (i * MESSAGES + k) * SLOT, size(i, k), k);
@@ -194,7 +196,7 @@ class RdmaManyConnectionsTest {
             int[] connectionOfReceiver = new int[CONNECTIONS];
             boolean[] seen = new boolean[CONNECTIONS];
             for (int r = 0; r < CONNECTIONS; r++) {
-                RdmaReceiver rcv = receivers.get(r);
+                CoreReceiver rcv = receivers.get(r);
                 for (int k = 0; k < MESSAGES; k++) {
                     MemorySegment got = recvBuf.asSlice((r * MESSAGES + k) * SLOT, SLOT);
                     int i = got.get(JAVA_INT_UNALIGNED, 0);

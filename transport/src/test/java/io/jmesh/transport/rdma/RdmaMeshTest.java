@@ -1,5 +1,8 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.CoreReceiver;
+import io.jmesh.transport.core.Cts;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
@@ -45,8 +48,8 @@ class RdmaMeshTest {
     private static final long BUF = (64L << 20) + 4096;
     private static RdmaProvider provider;
     private static RdmaListener listener;
-    private static final Map<String, RdmaSender> senders = new HashMap<>();
-    private static final Map<String, RdmaReceiver> receivers = new HashMap<>();
+    private static final Map<String, CoreSender> senders = new HashMap<>();
+    private static final Map<String, CoreReceiver> receivers = new HashMap<>();
     private static final Map<String, String> routes = new HashMap<>();
     private static Arena arena;
     private static MemorySegment sendBuf;
@@ -76,18 +79,18 @@ class RdmaMeshTest {
             connecting.put(peer, c);
             routes.put(peer, c.route());
         }
-        List<RdmaReceiver> anonymous = new ArrayList<>();
+        List<CoreReceiver> anonymous = new ArrayList<>();
         long deadline = System.nanoTime() + TIMEOUT.toNanos();
         while (senders.size() < peers.size() || anonymous.size() < peers.size()) {
             for (var e : connecting.entrySet()) {
                 if (!senders.containsKey(e.getKey())) {
-                    RdmaSender s = e.getValue().poll();
+                    CoreSender s = e.getValue().poll();
                     if (s != null) {
                         senders.put(e.getKey(), s);
                     }
                 }
             }
-            RdmaReceiver r = listener.accept();
+            CoreReceiver r = listener.accept();
             if (r != null) {
                 anonymous.add(r);
             }
@@ -106,12 +109,12 @@ class RdmaMeshTest {
         }
         byte[] myName = me.getBytes();
         MemorySegment.copy(myName, 0, sendBuf, JAVA_BYTE, 0, myName.length);
-        for (RdmaSender s : senders.values()) {
+        for (CoreSender s : senders.values()) {
             int req = awaitRequest(() -> s.isend(sendReg, 0, myName.length, 0), s);
             awaitDone(() -> s.test(req), s);
         }
         for (int i = 0; i < anonymous.size(); i++) {
-            RdmaReceiver r = anonymous.get(i);
+            CoreReceiver r = anonymous.get(i);
             int req = requests[i];
             awaitDone(() -> r.test(req), r);
             receivers.put(new String(recvBuf.asSlice(64L * i, r.size(req, 0)).toArray(JAVA_BYTE)), r);
@@ -223,13 +226,13 @@ class RdmaMeshTest {
             }
             fill(sendBuf, size, me, k);
             for (String peer : peers) {
-                RdmaSender s = senders.get(peer);
+                CoreSender s = senders.get(peer);
                 int req = awaitRequest(() -> s.isend(sendReg, 0, size, 7), s);
                 awaitDone(() -> s.test(req), s);
                 assertEquals(size, s.size(req));
             }
             for (int p = 0; p < peers.size(); p++) {
-                RdmaReceiver r = receivers.get(peers.get(p));
+                CoreReceiver r = receivers.get(peers.get(p));
                 int req = rreq[p];
                 awaitDone(() -> r.test(req), r);
                 assertEquals(size, r.size(req, 0), "size of message " + k + " from " + peers.get(p));
@@ -256,7 +259,7 @@ class RdmaMeshTest {
         Map<String, int[]> pending = new HashMap<>();
         // 31 single receives and one grouped receive of 4 buffers: 32 requests in flight per connection
         for (int p = 0; p < peers.size(); p++) {
-            RdmaReceiver r = receivers.get(peers.get(p));
+            CoreReceiver r = receivers.get(peers.get(p));
             int[] reqs = new int[singles + 1];
             for (int i = 0; i < singles; i++) {
                 reqs[i] = r.irecv(1, new Registration[] {recvReg}, new long[] {BUF * p + i * slice},
@@ -282,7 +285,7 @@ class RdmaMeshTest {
             fill(sendBuf.asSlice((singles + tag) * slice, slice), 100 + tag, me, 2000 + tag);
         }
         for (String peer : peers) {
-            RdmaSender s = senders.get(peer);
+            CoreSender s = senders.get(peer);
             int[] reqs = new int[singles + 4];
             for (int i = 0; i < singles; i++) {
                 long off = i * slice;
@@ -301,7 +304,7 @@ class RdmaMeshTest {
         MemorySegment scratch = arena.allocate(slice);
         for (int p = 0; p < peers.size(); p++) {
             String peer = peers.get(p);
-            RdmaReceiver r = receivers.get(peer);
+            CoreReceiver r = receivers.get(peer);
             int[] reqs = pending.get(peer);
             for (int i = 0; i < singles; i++) {
                 int req = reqs[i];
@@ -342,8 +345,8 @@ class RdmaMeshTest {
             Map<String, int[]> groups = new HashMap<>();
             Map<String, Boolean> firstReported = new HashMap<>();
             for (int p = 0; p < peers.size(); p++) {
-                RdmaReceiver r = receivers.get(peers.get(p));
-                long writesBefore = r.ctsWrites();
+                CoreReceiver r = receivers.get(peers.get(p));
+                long writesBefore = ((RdmaReceiveWire) r.wire()).ctsWrites();
                 int want = mode == 2 ? Cts.MAX_REQUESTS : 5 + round;
                 int[] reqs = new int[want];
                 int[] ns = new int[want];
@@ -364,7 +367,7 @@ class RdmaMeshTest {
                     assertTrue(reqs[j] >= 0, "irecv " + j + " of round " + round + ": " + Status.describe(reqs[j]));
                     ns[j] = n;
                     if (j < want - 1 || mode != 0) {
-                        assertEquals(writesBefore, r.ctsWrites(), "a receive posted with MORE waits for the batch");
+                        assertEquals(writesBefore, ((RdmaReceiveWire) r.wire()).ctsWrites(), "a receive posted with MORE waits for the batch");
                     }
                 }
                 if (mode == 1) {
@@ -378,7 +381,7 @@ class RdmaMeshTest {
                     assertEquals(Status.NOT_READY, r.irecv(1, new Registration[] {recvReg}, new long[] {0},
                             new long[] {1}, new int[] {0}, Receiver.MORE), "a 33rd receive must wait");
                 }
-                long writes = r.ctsWrites() - writesBefore;
+                long writes = ((RdmaReceiveWire) r.wire()).ctsWrites() - writesBefore;
                 assertTrue(writes == 1 || writes == 2, "round " + round + ": " + want + " receives must leave in "
                         + "one clear-to-send write (two where the ring wraps), not " + writes);
                 posted.put(peers.get(p), reqs);
@@ -395,7 +398,7 @@ class RdmaMeshTest {
                 }
             }
             for (String peer : peers) {
-                RdmaSender s = senders.get(peer);
+                CoreSender s = senders.get(peer);
                 List<Integer> sends = new java.util.ArrayList<>();
                 for (int j = 0; j < count; j++) {
                     int n = 1 + (round * 5 + j * 3) % Receiver.MAX_RECVS;
@@ -412,7 +415,7 @@ class RdmaMeshTest {
             }
             for (int p = 0; p < peers.size(); p++) {
                 String peer = peers.get(p);
-                RdmaReceiver r = receivers.get(peer);
+                CoreReceiver r = receivers.get(peer);
                 int[] reqs = posted.get(peer);
                 int[] ns = groups.get(peer);
                 for (int j = 0; j < count; j++) {
@@ -450,7 +453,7 @@ class RdmaMeshTest {
         for (String peer : peers) {
             io.jmesh.api.RemoteRegion region = io.jmesh.api.RemoteRegion.decode(HexFormat.of().parseHex(
                     TestbedEnv.await("region-" + peer, TIMEOUT).trim()));
-            RdmaSender s = senders.get(peer);
+            CoreSender s = senders.get(peer);
             long at = slot * (me.charAt(0) - 'a');
             int w = awaitRequest(() -> s.write(sendReg, 0, length, region, at), s);
             awaitDone(() -> s.test(w), s);
@@ -491,12 +494,12 @@ class RdmaMeshTest {
         long size = 32L << 20;
         for (int p = 0; p < peers.size(); p++) {
             String peer = peers.get(p);
-            RdmaSender s = senders.get(peer);
+            CoreSender s = senders.get(peer);
             List<String> devices = TestbedEnv.devices().stream()
                     .filter(d -> List.of(TestbedEnv.get("TESTBED_PEER_" + peer.toUpperCase() + "_DEVS").split(" "))
                             .contains(d))
                     .toList();
-            assertEquals(devices.size() * qps, s.rails(), "queue pairs to " + peer + " over " + devices + ": "
+            assertEquals(devices.size() * qps, ((RdmaSendWire) s.wire()).rails(), "queue pairs to " + peer + " over " + devices + ": "
                     + routes.get(peer));
             Map<String, Long> before = new HashMap<>();
             for (String d : devices) {
@@ -510,7 +513,7 @@ class RdmaMeshTest {
             TestbedEnv.await("counted-" + peer + "-" + me, TIMEOUT);
             int req = awaitRequest(() -> s.isend(sendReg, 0, size, 9), s);
             awaitDone(() -> s.test(req), s);
-            RdmaReceiver r = receivers.get(peer);
+            CoreReceiver r = receivers.get(peer);
             awaitDone(() -> r.test(rreq), r);
             MemorySegment scratch = arena.allocate(size, 4096);
             assertEquals(fill(scratch, size, peer, 6000), crc(recvBuf.asSlice(BUF * p), size));

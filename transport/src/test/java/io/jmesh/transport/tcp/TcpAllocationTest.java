@@ -1,5 +1,7 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Status;
@@ -100,8 +102,8 @@ class TcpAllocationTest {
 
     private static void operations(TcpTestSupport.Pair p, Registration local, RemoteRegion remote, long[] sizes,
                                    int count) {
-        TcpSender s = p.sender();
-        TcpReceiver r = p.receiver();
+        CoreSender s = p.sender();
+        CoreReceiver r = p.receiver();
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TcpTestSupport.PATIENCE_MS);
         for (int i = 0; i < count; i++) {
             long size = sizes[i % sizes.length];
@@ -123,8 +125,8 @@ class TcpAllocationTest {
     /** Plain loops, no lambdas or boxing, so the test itself allocates nothing per message. */
     private static void roundTrips(TcpTestSupport.Pair p, Registration rs, Registration[] regs, long[] offsets,
                                    long[] max, int[] tags, long[] sizes, int count) {
-        TcpSender s = p.sender();
-        TcpReceiver r = p.receiver();
+        CoreSender s = p.sender();
+        CoreReceiver r = p.receiver();
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TcpTestSupport.PATIENCE_MS);
         for (int i = 0; i < count; i++) {
             long size = sizes[i % sizes.length];

@@ -1,5 +1,8 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.CoreReceiver;
+import io.jmesh.transport.core.OpWindow;
 import io.jmesh.api.Registration;
 import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Status;
@@ -142,7 +145,7 @@ class TcpOneSidedTest {
         Registration lr = a.register(local);
         Registration rr = b.register(remoteMem);
         RemoteRegion good = rr.remote();
-        TcpSender s = p.sender();
+        CoreSender s = p.sender();
         // checked here, before anything is sent
         assertEquals(Status.BAD_ARGUMENT, s.write(lr, 0, 10, new RemoteRegion("rdma", good.address(), 4096,
                 new int[] {1}), 0), "a region of the rdma provider");
@@ -153,7 +156,7 @@ class TcpOneSidedTest {
         assertEquals(Status.BAD_ARGUMENT, s.write(null, 0, 10, good, 0));
         assertEquals(Status.BAD_ARGUMENT, s.write(lr, 0, 10, new RemoteRegion("tcp", good.address(), 4096,
                 new int[] {1, 2, 3}), 0), "a TCP region has two keys");
-        assertEquals(Status.BAD_ARGUMENT, s.test(TcpSender.OP_IDS), "no such operation");
+        assertEquals(Status.BAD_ARGUMENT, s.test(CoreSender.OP_BASE), "no such operation");
 
         // checked by the owner: a corrupted id, a region longer than the registration, a closed registration
         RemoteRegion corrupt = new RemoteRegion("tcp", good.address(), good.length(),
@@ -249,7 +252,7 @@ class TcpOneSidedTest {
         fill(remoteMem, 0, n, 3);
         MemorySegment original = arena.allocate(n);
         original.copyFrom(remoteMem);
-        TcpSender s = p.sender();
+        CoreSender s = p.sender();
         // read, write, read, write: issued back to back, no waiting in between
         int q1 = s.read(ra, 0, n, region, 0);
         int w1 = s.write(r1, 0, n, region, 0);
@@ -274,12 +277,12 @@ class TcpOneSidedTest {
         Registration lr = a.register(local);
         RemoteRegion region = b.register(remoteMem).remote();
         fill(local, 0, 64 * 1024, 5);
-        int[] ids = new int[TcpSender.MAX_OPS];
+        int[] ids = new int[OpWindow.SIZE];
         for (int i = 0; i < ids.length; i++) {
             ids[i] = p.sender().write(lr, i * 2048L, 2048, region, i * 2048L);
             assertTrue(ids[i] >= 0, "write " + i + ": " + Status.describe(ids[i]));
         }
-        assertEquals(TcpSender.MAX_OPS, java.util.Arrays.stream(ids).distinct().count());
+        assertEquals(OpWindow.SIZE, java.util.Arrays.stream(ids).distinct().count());
         assertEquals(Status.NOT_READY, p.sender().write(lr, 0, 1, region, 0), "a 33rd operation");
         for (int id : ids) {
             complete(id, "write");
@@ -308,7 +311,7 @@ class TcpOneSidedTest {
 
     @Test
     void iflushCompletesAtOnceAndIsReportedOnce() {
-        TcpReceiver r = p.receiver();
+        CoreReceiver r = p.receiver();
         MemorySegment mem = arena.allocate(4096);
         Registration reg = b.register(mem);
         Registration[] regs = {reg, reg};
@@ -330,7 +333,7 @@ class TcpOneSidedTest {
         assertEquals(1, r.test(f));
         assertEquals(Status.BAD_ARGUMENT, r.test(f), "a reported flush is gone");
 
-        int[] ids = new int[TcpReceiver.MAX_FLUSHES];
+        int[] ids = new int[OpWindow.SIZE];
         for (int i = 0; i < ids.length; i++) {
             ids[i] = r.iflush(1, regs, new long[] {0}, new long[] {4096});
             assertTrue(ids[i] >= 0);

@@ -1,5 +1,8 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.CoreReceiver;
+import io.jmesh.transport.core.OpWindow;
 import io.jmesh.api.Registration;
 import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Status;
@@ -91,14 +94,13 @@ class TcpOpWireTest {
         }
     }
 
-    private record Owner(TcpReceiver receiver, SocketChannel peer, TcpRegistry registry) {
+    private record Owner(CoreReceiver receiver, SocketChannel peer, TcpRegistry registry) {
     }
 
     private Owner owner() throws Exception {
         SocketChannel[] pair = socketPair();
         TcpRegistry registry = new TcpRegistry();
-        TcpReceiver r = new TcpReceiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"), null,
-                registry);
+        CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"), registry, c -> { });
         cleanup.add(r);
         return new Owner(r, pair[1], registry);
     }
@@ -222,7 +224,7 @@ class TcpOpWireTest {
                 .contains("a read request inside write 1"));
         // a data chunk claiming more one-sided operations before it than can be in flight
         ByteBuffer chunk = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
-        ChunkHeader.write(chunk, 0, 1, 10, 0, 10, TcpSender.MAX_OPS + 1);
+        ChunkHeader.write(chunk, 0, 1, 10, 0, 10, OpWindow.SIZE + 1);
         assertTrue(violation(chunk).contains("one-sided operations"));
     }
 
@@ -267,7 +269,7 @@ class TcpOpWireTest {
     private String initiatorViolation(Registration local, RemoteRegion remote, Issue issue, ByteBuffer frame)
             throws Exception {
         SocketChannel[] pair = socketPair();
-        TcpSender s = new TcpSender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"), null);
+        CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"), c -> { });
         cleanup.add(s);
         int req = switch (issue) {
             case NOTHING -> -1;

@@ -1,5 +1,7 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
@@ -134,8 +136,8 @@ class TcpProviderTest {
         TcpProvider a = provider("::1/128", JmeshConfig.TCP_SOCKETS.property(), "2");
         TcpProvider b = provider("::1/128");
         TcpTestSupport.Pair p = connect(a, b.listen());
-        assertEquals(2, p.sender().sockets(), "the listener grants what the connector asked for, at most its own");
-        assertEquals(InetAddress.getByName("::1"), p.sender().localAddress(1).getAddress());
+        assertEquals(2, TcpTestSupport.conn(p.sender()).count(), "the listener grants what the connector asked for, at most its own");
+        assertEquals(InetAddress.getByName("::1"), TcpTestSupport.conn(p.sender()).localAddress(1).getAddress());
         long n = 3 * MIB + 1;
         MemorySegment src = arena.allocate(n);
         MemorySegment dst = arena.allocate(n);
@@ -384,15 +386,15 @@ class TcpProviderTest {
         for (int i = 0; i < n; i++) {
             connects.add(a.connect(l.listenHandle()));
         }
-        TcpSender[] senders = new TcpSender[n];
-        List<TcpReceiver> receivers = new ArrayList<>();
+        CoreSender[] senders = new CoreSender[n];
+        List<CoreReceiver> receivers = new ArrayList<>();
         await("16 connections", () -> {
             for (int i = 0; i < n; i++) {
                 if (senders[i] == null) {
                     senders[i] = connects.get(i).poll();
                 }
             }
-            TcpReceiver r = l.accept();
+            CoreReceiver r = l.accept();
             if (r != null) {
                 receivers.add(r);
             }
@@ -479,49 +481,49 @@ class TcpProviderTest {
                 }
             }
         }
-        Map<String, TcpSender> senders = new HashMap<>();
-        List<List<TcpReceiver>> accepted = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+        Map<String, CoreSender> senders = new HashMap<>();
+        List<List<CoreReceiver>> accepted = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
         await("6 connections", () -> {
             for (var e : connects.entrySet()) {
                 if (!senders.containsKey(e.getKey())) {
-                    TcpSender s = e.getValue().poll();
+                    CoreSender s = e.getValue().poll();
                     if (s != null) {
                         senders.put(e.getKey(), s);
                     }
                 }
             }
             for (int j = 0; j < 3; j++) {
-                TcpReceiver r = listeners[j].accept();
+                CoreReceiver r = listeners[j].accept();
                 if (r != null) {
                     accepted.get(j).add(r);
                 }
             }
             return senders.size() == 6 && accepted.stream().allMatch(x -> x.size() == 2);
         });
-        Map<String, TcpReceiver> receivers = new HashMap<>();
+        Map<String, CoreReceiver> receivers = new HashMap<>();
         for (int i = 0; i < 3; i++) {
             for (int j = 0; j < 3; j++) {
                 if (i == j) {
                     continue;
                 }
                 String key = i + ">" + j;
-                TcpSender s = senders.get(key);
+                CoreSender s = senders.get(key);
                 assertEquals("tcp " + on.apply(i, j) + "/24 -> " + on.apply(j, i) + "/24", connects.get(key).route());
-                for (int k = 0; k < s.sockets(); k++) {
-                    assertEquals(InetAddress.getByName(on.apply(i, j)), s.localAddress(k).getAddress(),
+                for (int k = 0; k < TcpTestSupport.conn(s).count(); k++) {
+                    assertEquals(InetAddress.getByName(on.apply(i, j)), TcpTestSupport.conn(s).localAddress(k).getAddress(),
                             names[i] + "->" + names[j] + " socket " + k + " leaves on the shared subnet");
-                    assertEquals(InetAddress.getByName(on.apply(j, i)), s.remoteAddress(k).getAddress());
+                    assertEquals(InetAddress.getByName(on.apply(j, i)), TcpTestSupport.conn(s).remoteAddress(k).getAddress());
                 }
-                TcpReceiver match = null;
-                for (TcpReceiver r : accepted.get(j)) {
-                    if (r.remoteAddress(0).getAddress().equals(InetAddress.getByName(on.apply(i, j)))) {
+                CoreReceiver match = null;
+                for (CoreReceiver r : accepted.get(j)) {
+                    if (TcpTestSupport.conn(r).remoteAddress(0).getAddress().equals(InetAddress.getByName(on.apply(i, j)))) {
                         match = r;
                     }
                 }
                 assertNotNull(match, names[j] + " accepted a connection from " + names[i]);
-                for (int k = 0; k < match.sockets(); k++) {
-                    assertEquals(InetAddress.getByName(on.apply(j, i)), match.localAddress(k).getAddress());
-                    assertEquals(InetAddress.getByName(on.apply(i, j)), match.remoteAddress(k).getAddress());
+                for (int k = 0; k < TcpTestSupport.conn(match).count(); k++) {
+                    assertEquals(InetAddress.getByName(on.apply(j, i)), TcpTestSupport.conn(match).localAddress(k).getAddress());
+                    assertEquals(InetAddress.getByName(on.apply(i, j)), TcpTestSupport.conn(match).remoteAddress(k).getAddress());
                 }
                 receivers.put(key, match);
             }
@@ -563,7 +565,7 @@ class TcpProviderTest {
                         await(names[i] + " round " + round, () -> {
                             for (int x = 0; x < 2; x++) {
                                 int j = peers[x];
-                                TcpSender s = senders.get(i + ">" + j);
+                                CoreSender s = senders.get(i + ">" + j);
                                 if (sr[x] == Status.NOT_READY) {
                                     sr[x] = s.isend(rsrc[i], j * size, size, r);
                                     assertTrue(sr[x] >= 0 || sr[x] == Status.NOT_READY, s.error());
@@ -574,7 +576,7 @@ class TcpProviderTest {
                                     done[x] = t == 1;
                                 }
                                 if (!done[2 + x]) {
-                                    TcpReceiver rcv = receivers.get(j + ">" + i);
+                                    CoreReceiver rcv = receivers.get(j + ">" + i);
                                     int t = rcv.test(rr[x]);
                                     assertTrue(t >= 0, rcv.error());
                                     done[2 + x] = t == 1;
@@ -658,7 +660,7 @@ class TcpProviderTest {
     }
 
     /** Tests the receive posted by a previous probe, if any; true once the connection has failed. */
-    private static boolean probeFailed(TcpReceiver r) {
+    private static boolean probeFailed(CoreReceiver r) {
         for (int i = 0; i < 32; i++) {
             if (r.test(i) == Status.FAILED) {
                 return true;

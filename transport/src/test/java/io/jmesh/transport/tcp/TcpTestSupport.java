@@ -1,5 +1,7 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.transport.config.JmeshConfig;
@@ -40,13 +42,23 @@ final class TcpTestSupport {
     }
 
     /** A connected pair. */
-    record Pair(TcpSender sender, TcpReceiver receiver) {
+    /** The sockets under a TCP sender. */
+    static DataConnection conn(io.jmesh.api.Sender s) {
+        return ((TcpSendWire) ((CoreSender) s).wire()).connection();
+    }
+
+    /** The sockets under a TCP receiver. */
+    static DataConnection conn(io.jmesh.api.Receiver r) {
+        return ((TcpReceiveWire) ((CoreReceiver) r).wire()).connection();
+    }
+
+    record Pair(CoreSender sender, CoreReceiver receiver) {
     }
 
     static Pair connect(TcpProvider from, TcpListener to) throws Exception {
         TcpConnect c = from.connect(ListenHandle.decode(MemorySegment.ofArray(to.handle())));
-        TcpSender[] s = new TcpSender[1];
-        TcpReceiver[] r = new TcpReceiver[1];
+        CoreSender[] s = new CoreSender[1];
+        CoreReceiver[] r = new CoreReceiver[1];
         await("connect " + c.route(), () -> {
             if (s[0] == null) {
                 s[0] = c.poll();
@@ -75,7 +87,7 @@ final class TcpTestSupport {
     }
 
     /** isend, retrying while NOT_READY (the receiver flushed its clear-to-send when it posted). */
-    static int send(TcpSender s, Registration reg, long offset, long length, int tag) {
+    static int send(CoreSender s, Registration reg, long offset, long length, int tag) {
         int[] req = new int[1];
         await("isend of " + length + " bytes with tag " + tag, () -> {
             req[0] = s.isend(reg, offset, length, tag);
@@ -85,7 +97,7 @@ final class TcpTestSupport {
     }
 
     /** Drives both ends until the send and the receive have completed; asserts both report success. */
-    static void complete(TcpSender s, int sendReq, TcpReceiver r, int recvReq) {
+    static void complete(CoreSender s, int sendReq, CoreReceiver r, int recvReq) {
         int[] sr = new int[1];
         int[] rr = new int[1];
         await("transfer", () -> {

@@ -1,5 +1,7 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import org.junit.jupiter.api.AfterEach;
@@ -150,19 +152,19 @@ class TcpWireTest {
     }
 
     /** A real receiver over one loopback socket whose other end the test writes by hand. */
-    private record Fake(TcpReceiver receiver, TcpSender sender, SocketChannel peer) {
+    private record Fake(CoreReceiver receiver, CoreSender sender, SocketChannel peer) {
     }
 
     private Fake fakeReceiver() throws Exception {
         SocketChannel[] pair = socketPair();
-        TcpReceiver r = new TcpReceiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"), null);
+        CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"), null, c -> { });
         cleanup.add(r);
         return new Fake(r, null, pair[1]);
     }
 
     private Fake fakeSender() throws Exception {
         SocketChannel[] pair = socketPair();
-        TcpSender s = new TcpSender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"), null);
+        CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"), c -> { });
         cleanup.add(s);
         return new Fake(null, s, pair[1]);
     }
@@ -191,7 +193,7 @@ class TcpWireTest {
         return h;
     }
 
-    private static int failOf(TcpReceiver r, int req) {
+    private static int failOf(CoreReceiver r, int req) {
         int[] t = new int[1];
         await("the receiver rejects the frame", () -> (t[0] = r.test(req)) != 0);
         return t[0];

@@ -1,4 +1,4 @@
-package io.jmesh.transport.rdma;
+package io.jmesh.transport.core;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
@@ -7,8 +7,10 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The clear-to-send FIFO, a flyweight over off-heap memory: a ring of 64-byte entries that the receiver RDMA-writes
- * into the sender's copy, one entry per buffer, a grouped receive's entries next to each other. Both sides count
+ * The clear-to-send FIFO, a flyweight over off-heap memory: a ring of 64-byte entries, one per posted buffer, a
+ * grouped receive's entries next to each other. On verbs the receiver RDMA-writes them into the sender's copy; on TCP
+ * the sender files each checked clear-to-send frame into a local copy; either way {@link CoreSender} matches sends
+ * against this one layout. Both sides count
  * entry positions the same way (a request of n buffers takes the next n), so receives posted in a row occupy one
  * contiguous range and can leave in one write. The sender reads an entry only after its sequence number shows the
  * current request, with acquire semantics, because the NIC writes it. Each entry carries the buffer's rkey for
@@ -24,21 +26,21 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * FIFO: ENTRIES entries, addressed by position modulo ENTRIES
  * </pre>
  */
-final class Cts {
-    static final int MAX_REQUESTS = 32;
-    static final int MAX_RECVS = 8;
+public final class Cts {
+    public static final int MAX_REQUESTS = 32;
+    public static final int MAX_RECVS = io.jmesh.api.Receiver.MAX_RECVS;
     /** Queue pairs one connection may split its messages across. */
-    static final int MAX_RAILS = 8;
-    static final int ENTRY_BYTES = 64;
-    static final int ENTRIES = MAX_REQUESTS * MAX_RECVS;
-    static final int FIFO_BYTES = ENTRIES * ENTRY_BYTES;
+    public static final int MAX_RAILS = 8;
+    public static final int ENTRY_BYTES = 64;
+    public static final int ENTRIES = MAX_REQUESTS * MAX_RECVS;
+    public static final int FIFO_BYTES = ENTRIES * ENTRY_BYTES;
 
-    static final long ADDR = 0;
-    static final long SIZE = 8;
-    static final long TAG = 16;
-    static final long NREQS = 20;
-    static final long SEQ = 24;
-    static final long RKEYS = 32;
+    private static final long ADDR = 0;
+    private static final long SIZE = 8;
+    private static final long TAG = 16;
+    private static final long NREQS = 20;
+    private static final long SEQ = 24;
+    private static final long RKEYS = 32;
 
     private static final VarHandle LONG = JAVA_LONG.varHandle();
 
@@ -46,7 +48,7 @@ final class Cts {
     }
 
     /** Byte offset of the entry at ring position {@code position}. */
-    static long at(long position) {
+    public static long at(long position) {
         return (position & (ENTRIES - 1)) * ENTRY_BYTES;
     }
 
@@ -54,8 +56,8 @@ final class Cts {
      * Fills an entry; the sequence number goes last (release), so a reader that sees it sees the rest. The entry
      * leaves by RDMA write, whose ordering the NIC keeps; the release orders the CPU's stores before the post.
      */
-    static void write(MemorySegment fifo, long entry, long addr, long size, int[] rkeys, int rkeyOffset, int rails,
-                      int tag, int nreqs, long seq) {
+    public static void write(MemorySegment fifo, long entry, long addr, long size, int[] rkeys, int rkeyOffset,
+                             int rails, int tag, int nreqs, long seq) {
         fifo.set(JAVA_LONG, entry + ADDR, addr);
         fifo.set(JAVA_LONG, entry + SIZE, size);
         fifo.set(JAVA_INT, entry + TAG, tag);
@@ -67,27 +69,27 @@ final class Cts {
     }
 
     /** The entry's sequence number, read with acquire: the fields read after it are at least as new. */
-    static long seq(MemorySegment fifo, long entry) {
+    public static long seq(MemorySegment fifo, long entry) {
         return (long) LONG.getAcquire(fifo, entry + SEQ);
     }
 
-    static long addr(MemorySegment fifo, long entry) {
+    public static long addr(MemorySegment fifo, long entry) {
         return fifo.get(JAVA_LONG, entry + ADDR);
     }
 
-    static long size(MemorySegment fifo, long entry) {
+    public static long size(MemorySegment fifo, long entry) {
         return fifo.get(JAVA_LONG, entry + SIZE);
     }
 
-    static int rkey(MemorySegment fifo, long entry, int rail) {
+    public static int rkey(MemorySegment fifo, long entry, int rail) {
         return fifo.get(JAVA_INT, entry + RKEYS + 4L * rail);
     }
 
-    static int tag(MemorySegment fifo, long entry) {
+    public static int tag(MemorySegment fifo, long entry) {
         return fifo.get(JAVA_INT, entry + TAG);
     }
 
-    static int nreqs(MemorySegment fifo, long entry) {
+    public static int nreqs(MemorySegment fifo, long entry) {
         return fifo.get(JAVA_INT, entry + NREQS);
     }
 }

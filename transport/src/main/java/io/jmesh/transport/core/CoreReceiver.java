@@ -1,0 +1,228 @@
+package io.jmesh.transport.core;
+
+import io.jmesh.api.Receiver;
+import io.jmesh.api.Registration;
+import io.jmesh.api.Status;
+
+import java.util.function.Consumer;
+
+/**
+ * The receiving end of a connection on any provider: {@link #irecv} posts up to {@link Cts#MAX_RECVS} buffers as one
+ * grouped receive in the next of {@link Cts#MAX_REQUESTS} slots (its request id), and the provider's {@link
+ * ReceiveWire} announces it to the sender with one clear-to-send entry per buffer; {@link #test} reports it once
+ * every buffer has its message, with the real sizes. Flushes take ids from {@link #FLUSH_BASE}. Receives posted with
+ * {@link #MORE} are held and announced together: with the next receive without the flag, or at the latest with the
+ * next {@code test}, {@code iflush}, {@code poll} or an {@code irecv} that answers {@link Status#NOT_READY}.
+ *
+ * <p>One thread at a time calls it. Nothing here allocates, locks or throws in normal flow; once {@link #close} ran
+ * every call answers {@link Status#CLOSED}.
+ */
+public final class CoreReceiver implements Receiver {
+    /** Request ids of flushes start here, above every receive's id. */
+    public static final int FLUSH_BASE = Cts.MAX_REQUESTS;
+
+    private final Fate fate;
+    private final ReceiveSlot[] slots;
+    private final OpWindow flushes = new OpWindow(FLUSH_BASE);
+    private final ReceiveWire wire;
+    private final Consumer<AutoCloseable> onClose;
+    /** Receives posted so far: the next takes slot {@code head mod MAX_REQUESTS}, as request head+1. */
+    private long head;
+    /** Receives posted with MORE whose announcement waits. */
+    private boolean held;
+
+    public CoreReceiver(Fate fate, ReceiveSlot[] ring, ReceiveWire wire, Consumer<AutoCloseable> onClose) {
+        this.fate = fate;
+        this.slots = ring;
+        this.wire = wire;
+        this.onClose = onClose;
+    }
+
+    /** A new, empty receive ring for a wire and its core. */
+    public static ReceiveSlot[] ring() {
+        return ReceiveSlot.ring();
+    }
+
+    /** The wire under this receiver (for the provider's own tests and tools). */
+    public ReceiveWire wire() {
+        return wire;
+    }
+
+    @Override
+    public int irecv(int n, Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags) {
+        return irecv(n, registrations, offsets, maxSizes, tags, 0);
+    }
+
+    @Override
+    public int irecv(int n, Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags, int flags) {
+        if ((flags & ~MORE) != 0 || !buffers(n, registrations, offsets, maxSizes) || tags == null
+                || tags.length < n) {
+            return Status.BAD_ARGUMENT;
+        }
+        int state = fate.state();
+        if (state != 0) {
+            return state;
+        }
+        ReceiveSlot slot = slots[(int) (head & (Cts.MAX_REQUESTS - 1))];
+        if (slot.busy) {
+            // an application that keeps calling irecv(MORE) until it succeeds must not wait for receives it holds
+            if (release() != 0) {
+                return Status.FAILED;
+            }
+            wire.progress();
+            return fate.failed() ? Status.FAILED : Status.NOT_READY;
+        }
+        for (int i = 0; i < n; i++) {
+            slot.registration[i] = registrations[i];
+            slot.offset[i] = offsets[i];
+            slot.maxSize[i] = maxSizes[i];
+            slot.tag[i] = tags[i];
+            slot.received[i] = 0;
+        }
+        slot.nreqs = n;
+        slot.seq = head + 1;
+        slot.done = false;
+        slot.busy = true;
+        head++;
+        boolean hold = (flags & MORE) != 0;
+        if (wire.post(slot, hold) != 0) {
+            return Status.FAILED;
+        }
+        held = hold;
+        return slot.index;
+    }
+
+    /** Whether the n buffers are ranges of this provider's registrations. */
+    private boolean buffers(int n, Registration[] registrations, long[] offsets, long[] sizes) {
+        if (n < 1 || n > Cts.MAX_RECVS || registrations == null || offsets == null || sizes == null
+                || registrations.length < n || offsets.length < n || sizes.length < n) {
+            return false;
+        }
+        for (int i = 0; i < n; i++) {
+            if (!wire.owns(registrations[i], offsets[i], sizes[i])) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Announces the receives held by MORE. */
+    private int release() {
+        if (!held) {
+            return 0;
+        }
+        held = false;
+        return wire.announce();
+    }
+
+    @Override
+    public int iflush(int n, Registration[] registrations, long[] offsets, long[] sizes) {
+        if (!buffers(n, registrations, offsets, sizes)) {
+            return Status.BAD_ARGUMENT;
+        }
+        int state = fate.state();
+        if (state != 0) {
+            return state;
+        }
+        if (release() != 0) {
+            return Status.FAILED;
+        }
+        Op op = flushes.next();
+        if (op == null) {
+            wire.progress();
+            return fate.failed() ? Status.FAILED : Status.NOT_READY;
+        }
+        int started = wire.flush(op, n, registrations, offsets, sizes);
+        if (started < 0) {
+            return started;
+        }
+        int id = flushes.issue(op);
+        if (started == 1) {
+            op.finish(1, null);
+        }
+        return id;
+    }
+
+    /**
+     * Makes progress and reports on one request.
+     *
+     * @return 1 when complete (sizes from {@link #size(int, int)}), 0 while in flight, {@link Status#FAILED}, {@link
+     *         Status#CLOSED}, or {@link Status#BAD_ARGUMENT} for an id that is not a live request
+     */
+    @Override
+    public int test(int request) {
+        if (fate.closed()) {
+            return Status.CLOSED;
+        }
+        release();                                 // a receive waited for must have been announced
+        if (flushes.owns(request)) {
+            return flushes.test(request, fate, wire);
+        }
+        if (request < 0 || request >= Cts.MAX_REQUESTS || !slots[request].busy) {
+            return Status.BAD_ARGUMENT;
+        }
+        ReceiveSlot slot = slots[request];
+        if (!slot.done) {
+            if (fate.failed()) {
+                return Status.FAILED;
+            }
+            wire.progress();
+            if (!slot.done) {
+                return fate.failed() ? Status.FAILED : 0;
+            }
+        }
+        slot.busy = false;
+        for (int i = 0; i < slot.nreqs; i++) {
+            slot.registration[i] = null;
+        }
+        return 1;
+    }
+
+    /**
+     * Bytes received into buffer i of request {@code request}, from its completion until the id is taken again; -1
+     * for an id or buffer index no request has.
+     */
+    @Override
+    public long size(int request, int i) {
+        if (request < 0 || request >= Cts.MAX_REQUESTS || i < 0) {
+            return -1;
+        }
+        ReceiveSlot slot = slots[request];
+        return slot.done && i < slot.nreqs ? slot.received[i] : -1;
+    }
+
+    /** The number of buffers of request {@code request}, or -1 for an id no request has. */
+    public int buffers(int request) {
+        return request >= 0 && request < Cts.MAX_REQUESTS && slots[request].seq > 0 ? slots[request].nreqs : -1;
+    }
+
+    @Override
+    public void poll() {
+        if (!fate.closed()) {
+            release();
+            wire.progress();
+        }
+    }
+
+    @Override
+    public String error() {
+        return fate.error();
+    }
+
+    /** Closes the connection: requests in flight fail at the peer, and every later call here answers CLOSED. */
+    @Override
+    public void close() {
+        if (fate.close()) {
+            try {
+                wire.close();
+            } finally {
+                onClose.accept(this);
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return wire.toString();
+    }
+}

@@ -1,0 +1,24 @@
+package io.jmesh.transport.core;
+
+/** The receiving half of a provider's wire under a {@link CoreReceiver}. */
+public interface ReceiveWire extends Wire {
+    /**
+     * Posts {@code slot} (filled by the core) and stages its clear-to-send; the announcement to the sender may wait
+     * for {@link #announce()} when {@code hold} (the application posts more at once).
+     *
+     * @return 0, or {@link io.jmesh.api.Status#FAILED}
+     */
+    int post(ReceiveSlot slot, boolean hold);
+
+    /** Sends the clear-to-sends held back by {@link #post}; 0 or {@link io.jmesh.api.Status#FAILED}. */
+    int announce();
+
+    /**
+     * Makes received data visible to other readers of the memory (see {@link io.jmesh.api.Receiver#iflush}); {@code
+     * op} only carries the window's place, the buffers are the arguments.
+     *
+     * @return 1 when done at once, 0 once started ({@link Op#finish} marks the end), or {@link
+     *         io.jmesh.api.Status#NOT_READY}, {@link io.jmesh.api.Status#FAILED}
+     */
+    int flush(Op op, int n, io.jmesh.api.Registration[] registrations, long[] offsets, long[] sizes);
+}

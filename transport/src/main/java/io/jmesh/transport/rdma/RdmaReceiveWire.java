@@ -1,0 +1,330 @@
+package io.jmesh.transport.rdma;
+
+import io.jmesh.api.Registration;
+import io.jmesh.api.Status;
+import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Fate;
+import io.jmesh.transport.core.Op;
+import io.jmesh.transport.core.OpWindow;
+import io.jmesh.transport.core.ReceiveSlot;
+import io.jmesh.transport.core.ReceiveWire;
+import io.jmesh.transport.verbs.Wr;
+import io.jmesh.verbs.Errno;
+import io.jmesh.verbs.ffi.verbs_h;
+
+import java.lang.foreign.MemorySegment;
+import java.util.function.Supplier;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * The verbs wire of a receiver. Posting a grouped receive posts a zero-length receive on every rail (to catch the
+ * sender's write-with-immediate) and stages one clear-to-send entry per buffer (address, size, tag, an rkey per rail);
+ * {@link #announce} RDMA-writes the staged entries into the sender's FIFO over rail 0: one write for a run of
+ * receives, two where the run wraps around the ring, signalled every {@value #SIGNAL_EVERY}th write. Entries leave
+ * when the receive is posted; only a receive posted with MORE lets them wait for the core to release them, never
+ * longer: a thread that posts receives and then drives only a sender never tests them, and the peer's sender would
+ * wait for entries nobody writes. A slot is complete once every rail's immediate arrived; its sizes come from the
+ * immediate, or from the size array the sender wrote for grouped and very large messages.
+ *
+ * <p>A flush reads one byte of each received buffer by RDMA READ through a queue pair connected to itself, made on
+ * first use: the NIC answers the read only after its earlier writes into that memory have landed.
+ */
+final class RdmaReceiveWire implements ReceiveWire {
+    static final long SIZES_BYTES = RdmaSendWire.SIZES_BYTES;
+    static final long CONTROL_BYTES = RdmaSendWire.CONTROL_BYTES;
+    /** The flush queue pair's control region: where the flush reads land, one 64-byte cell per buffer. */
+    static final long FLUSH_BYTES = (long) OpWindow.SIZE * Cts.MAX_RECVS * 64;
+    /** wr_id bit of clear-to-send writes, whose completions only free send-queue entries. */
+    private static final long CTS_WR = 1L << 32;
+    private static final int SIGNAL_EVERY = 16;
+
+    private final Fate fate;
+    private final ReceiveSlot[] slots;
+    private final Endpoint[] rails;
+    private final int nrails;
+    private final Endpoint ep;
+    private final long peerFifoAddress;
+    private final int peerFifoRkey;
+    private final MemorySegment staging;
+    private final MemorySegment sizes;
+    private final Supplier<Endpoint> flushFactory;
+    private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
+    private final int opRead = verbs_h.IBV_WR_RDMA_READ();
+    private final int opRecvImm = verbs_h.IBV_WC_RECV_RDMA_WITH_IMM();
+    private final int flagSignaled = verbs_h.IBV_SEND_SIGNALED();
+    private final int wcSuccess = verbs_h.IBV_WC_SUCCESS();
+
+    /** per slot: rails whose write-with-immediate has not arrived yet, and whether the sizes are in the array */
+    private final int[] pendingRails = new int[Cts.MAX_REQUESTS];
+    private final boolean[] sizesInArray = new boolean[Cts.MAX_REQUESTS];
+    /** per buffer * MAX_RAILS + rail: the buffer's rkey on each rail's device, for the entry being staged */
+    private final int[] scratchRkeys = new int[Cts.MAX_RECVS * Cts.MAX_RAILS];
+    /** Ring position of the next clear-to-send entry, and of the first one not yet written to the peer. */
+    private long entryHead;
+    private long announced;
+    private int unsignalledCts;
+    private long ctsWrites;
+
+    private Endpoint flushEp;
+    private final Op[] flushes = new Op[OpWindow.SIZE];
+    private final int[] flushWrs = new int[OpWindow.SIZE];
+    private int flushOutstanding;
+
+    /**
+     * @param rails        the connection's queue pairs, connected; rail 0 holds the size array; the wire owns them
+     * @param flushFactory makes the loopback queue pair for flushes (on rail 0's device), on first use
+     */
+    RdmaReceiveWire(Fate fate, ReceiveSlot[] slots, Endpoint[] rails, long peerFifoAddress, int peerFifoRkey,
+                    Supplier<Endpoint> flushFactory) {
+        this.fate = fate;
+        this.slots = slots;
+        this.rails = rails.clone();
+        this.nrails = rails.length;
+        this.ep = rails[0];
+        this.peerFifoAddress = peerFifoAddress;
+        this.peerFifoRkey = peerFifoRkey;
+        this.flushFactory = flushFactory;
+        this.staging = ep.control.asSlice(0, Cts.FIFO_BYTES);
+        this.sizes = ep.control.asSlice(Cts.FIFO_BYTES, SIZES_BYTES);
+    }
+
+    /** Queue pairs this connection's messages are split across. */
+    int rails() {
+        return nrails;
+    }
+
+    /** RDMA writes that carried clear-to-send entries so far (for tests: receives posted with MORE share one). */
+    long ctsWrites() {
+        return ctsWrites;
+    }
+
+    @Override
+    public boolean owns(Registration registration, long offset, long length) {
+        return registration instanceof RdmaRegistration r && r.contains(offset, length);
+    }
+
+    @Override
+    public int post(ReceiveSlot slot, boolean hold) {
+        for (int rail = 0; rail < nrails; rail++) {
+            Endpoint r = rails[rail];
+            Wr.recv(r.recvWr, slot.index, MemorySegment.NULL, MemorySegment.NULL, 0);
+            int rc = r.ops.postRecv(r.qp.handle(), r.recvWr, r.badWr);
+            if (rc != 0) {
+                return fate.fail("ibv_post_recv on " + r.device.name() + " failed: " + Errno.describe(rc));
+            }
+        }
+        int n = slot.nreqs;
+        for (int i = 0; i < n; i++) {
+            RdmaRegistration reg = (RdmaRegistration) slot.registration[i];
+            for (int rail = 0; rail < nrails; rail++) {
+                scratchRkeys[i * Cts.MAX_RAILS + rail] = reg.rkey(rails[rail].deviceIndex);
+            }
+            Cts.write(staging, Cts.at(entryHead + i), reg.address + slot.offset[i], slot.maxSize[i], scratchRkeys,
+                    i * Cts.MAX_RAILS, nrails, slot.tag[i], n, slot.seq);
+        }
+        entryHead += n;
+        pendingRails[slot.index] = nrails;
+        sizesInArray[slot.index] = false;
+        return hold ? 0 : announce();
+    }
+
+    /**
+     * RDMA-writes the entries staged since the last announcement into the sender's FIFO: one write, two where the
+     * range wraps around the ring. Unsignalled but for every SIGNAL_EVERY-th write, which frees the send-queue
+     * entries of those before it.
+     */
+    @Override
+    public int announce() {
+        long count = entryHead - announced;
+        if (count == 0 || fate.failed()) {
+            return fate.failed() ? Status.FAILED : 0;
+        }
+        long from = announced & (Cts.ENTRIES - 1);
+        int first = (int) Math.min(count, Cts.ENTRIES - from);
+        int wrs = first < count ? 2 : 1;
+        unsignalledCts += wrs;
+        boolean signal = unsignalledCts >= SIGNAL_EVERY;
+        if (signal) {
+            unsignalledCts = 0;
+        }
+        int lkey = ep.controlMr.lkey();
+        Wr.sge(ep.sge[0], staging.address() + from * Cts.ENTRY_BYTES, first * Cts.ENTRY_BYTES, lkey);
+        Wr.send(ep.wr[0], CTS_WR, MemorySegment.NULL, ep.sge[0], 1, opWrite, signal && wrs == 1 ? flagSignaled : 0, 0,
+                peerFifoAddress + from * Cts.ENTRY_BYTES, peerFifoRkey);
+        if (wrs == 2) {
+            Wr.sge(ep.sge[1], staging.address(), (int) (count - first) * Cts.ENTRY_BYTES, lkey);
+            Wr.send(ep.wr[1], CTS_WR, MemorySegment.NULL, ep.sge[1], 1, opWrite, signal ? flagSignaled : 0, 0,
+                    peerFifoAddress, peerFifoRkey);
+            Wr.link(ep.wr[0], ep.wr[1]);
+        }
+        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
+        if (rc != 0) {
+            return fate.fail("ibv_post_send (clear-to-send) on " + ep.device.name() + " failed: "
+                    + Errno.describe(rc));
+        }
+        announced = entryHead;
+        ctsWrites += wrs;
+        return 0;
+    }
+
+    @Override
+    public int flush(Op op, int n, Registration[] registrations, long[] offsets, long[] sizes) {
+        int lastRead = -1;
+        for (int i = 0; i < n; i++) {
+            if (sizes[i] > 0) {
+                lastRead = i;
+            }
+        }
+        if (lastRead < 0) {
+            return 1;                              // nothing was received: nothing to wait for
+        }
+        if (flushEp == null) {
+            try {
+                flushEp = flushFactory.get();
+            } catch (RuntimeException e) {
+                return fate.fail("cannot make the flush queue pair on " + ep.device.name() + ": " + e.getMessage());
+            }
+        }
+        if (flushOutstanding + n > flushEp.sendDepth) {
+            progress();
+            return fate.failed() ? Status.FAILED : Status.NOT_READY;
+        }
+        int w = 0;
+        for (int i = 0; i <= lastRead; i++) {
+            if (sizes[i] == 0) {
+                continue;
+            }
+            RdmaRegistration r = (RdmaRegistration) registrations[i];
+            Wr.sge(flushEp.sge[w], flushEp.control.address() + ((long) op.index * Cts.MAX_RECVS + i) * 64, 1,
+                    flushEp.controlMr.lkey());
+            Wr.send(flushEp.wr[w], op.index, MemorySegment.NULL, flushEp.sge[w], 1, opRead,
+                    i == lastRead ? flagSignaled : 0, 0, r.address + offsets[i], r.rkey(flushEp.deviceIndex));
+            if (w > 0) {
+                Wr.link(flushEp.wr[w - 1], flushEp.wr[w]);
+            }
+            w++;
+        }
+        Wr.link(flushEp.wr[w - 1], MemorySegment.NULL);
+        int rc = flushEp.ops.postSend(flushEp.qp.handle(), flushEp.wr[0], flushEp.badWr);
+        if (rc != 0) {
+            return fate.fail("ibv_post_send (flush) on " + flushEp.device.name() + " failed: " + Errno.describe(rc));
+        }
+        flushes[op.index] = op;
+        flushWrs[op.index] = w;
+        flushOutstanding += w;
+        return 0;
+    }
+
+    @Override
+    public void progress() {
+        if (fate.state() != 0) {
+            return;
+        }
+        for (int rail = 0; rail < nrails; rail++) {
+            if (!poll(rails[rail])) {
+                return;
+            }
+        }
+        if (flushEp != null) {
+            pollFlush();
+        }
+    }
+
+    /** Reads one rail's completions; false once the connection failed. */
+    private boolean poll(Endpoint r) {
+        int n = r.cq.poll(r.wcs, Endpoint.WC_BATCH);
+        if (n < 0) {
+            fate.fail("ibv_poll_cq on " + r.device.name() + " failed: " + n);
+            return false;
+        }
+        if (n == 0 && r == ep) {
+            probeIfIdle();
+        }
+        for (int i = 0; i < n; i++) {
+            int status = Wr.wcStatus(r.wcs, i);
+            long wrId = Wr.wcWrId(r.wcs, i);
+            if (status != wcSuccess) {
+                fate.fail((wrId == Endpoint.PROBE_WR ? "the peer stopped answering: a liveness probe on "
+                        : (wrId & CTS_WR) != 0 ? "a clear-to-send write on " : "a receive on ") + r.device.name()
+                        + " failed: " + r.device.verbs().wcStatusString(status)
+                        + " (the peer died, closed, or is unreachable)");
+                return false;
+            }
+            if (wrId == Endpoint.PROBE_WR) {
+                r.probeDone();
+            } else if ((wrId & CTS_WR) == 0 && Wr.wcOpcode(r.wcs, i) == opRecvImm) {
+                arrived((int) wrId & (Cts.MAX_REQUESTS - 1), Wr.wcImm(r.wcs, i));
+            }
+        }
+        return true;
+    }
+
+    /** A rail's write-with-immediate for a slot arrived; the slot completes with the last rail's. */
+    private void arrived(int index, int imm) {
+        ReceiveSlot slot = slots[index];
+        if ((imm & RdmaSendWire.IMM_SIZES) == 0) {
+            slot.received[0] = imm;
+        } else {
+            sizesInArray[index] = true;
+        }
+        if (--pendingRails[index] == 0) {
+            if (sizesInArray[index]) {
+                // rail 0's immediate came after the size array it wrote: the sizes are there
+                int base = index * Cts.MAX_RECVS;
+                for (int j = 0; j < slot.nreqs; j++) {
+                    slot.received[j] = sizes.getAtIndex(JAVA_LONG, base + j);
+                }
+            }
+            slot.complete();
+        }
+    }
+
+    private void pollFlush() {
+        int n = flushEp.cq.poll(flushEp.wcs, Endpoint.WC_BATCH);
+        if (n < 0) {
+            fate.fail("ibv_poll_cq (flush) on " + flushEp.device.name() + " failed: " + n);
+            return;
+        }
+        for (int i = 0; i < n; i++) {
+            int k = (int) Wr.wcWrId(flushEp.wcs, i) & (OpWindow.SIZE - 1);
+            if (Wr.wcStatus(flushEp.wcs, i) != wcSuccess) {
+                fate.fail("a flush read on " + flushEp.device.name() + " failed: "
+                        + flushEp.device.verbs().wcStatusString(Wr.wcStatus(flushEp.wcs, i))
+                        + " (is the buffer still registered?)");
+                return;
+            }
+            flushOutstanding -= flushWrs[k];
+            flushes[k].finish(1, null);
+            flushes[k] = null;
+        }
+    }
+
+    /**
+     * Lets rail 0 probe the sender while nothing completes (see {@link Endpoint#idle}): a receiver with receives
+     * posted has nothing in flight, so only a probe can show that the sender died or closed. The probe's send-queue
+     * entry needs no accounting: at most one is in flight next to at most MAX_REQUESTS clear-to-sends.
+     */
+    private void probeIfIdle() {
+        int p = ep.idle(peerFifoAddress, peerFifoRkey);
+        if (p < 0) {
+            fate.fail("ibv_post_send (liveness probe) on " + ep.device.name() + " failed: " + Errno.describe(-p));
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            if (flushEp != null) {
+                flushEp.close();
+            }
+        } finally {
+            Endpoint.closeAll(rails);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "rdma receiver on " + ep.device.name() + (nrails > 1 ? " (" + nrails + " rails)" : "");
+    }
+}

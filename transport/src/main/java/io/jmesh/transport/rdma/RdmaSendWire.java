@@ -1,0 +1,382 @@
+package io.jmesh.transport.rdma;
+
+import io.jmesh.api.Registration;
+import io.jmesh.api.Status;
+import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Fate;
+import io.jmesh.transport.core.Op;
+import io.jmesh.transport.core.OpWindow;
+import io.jmesh.transport.core.SendSlot;
+import io.jmesh.transport.core.SendWire;
+import io.jmesh.transport.verbs.Wr;
+import io.jmesh.verbs.Errno;
+import io.jmesh.verbs.ffi.verbs_h;
+
+import java.lang.foreign.MemorySegment;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * The verbs wire of a sender: the receiver RDMA-writes clear-to-send entries into this side's FIFO (rail 0's control
+ * region), so matching needs no progress at all. A full slot goes out as unsignalled RDMA WRITEs straight from the
+ * registered memory into the posted buffers; the last write on each rail carries an immediate (the size, or a marker
+ * when the sizes go into the receiver's size array for grouped receives and very large messages) and is the rail's
+ * only signalled request for the slot.
+ *
+ * <p>A connection has one or more rails (queue pairs), on one link or on several links joining the same two nodes:
+ * each message is cut into one contiguous slice per rail, so all rails carry data at once. Rail 0 also carries the
+ * one-sided operations and the liveness probe.
+ */
+final class RdmaSendWire implements SendWire {
+    static final long SIZES_BYTES = (long) Cts.MAX_REQUESTS * Cts.MAX_RECVS * 8;
+    static final long CONTROL_BYTES = Cts.FIFO_BYTES + SIZES_BYTES;
+    /** Immediate meaning "read the sizes from the size array"; a plain immediate is a size below 2^31. */
+    static final int IMM_SIZES = 0x80000000;
+    /** Slices are cut at this alignment, so a small message stays on rail 0. */
+    static final long SLICE_ALIGN = 4096;
+    /** wr_id bit of one-sided operations; a slot's writes carry the slot index. */
+    private static final long ONE_SIDED_WR = 1L << 32;
+
+    private final Fate fate;
+    private final SendSlot[] slots;
+    private final Endpoint[] rails;
+    private final int nrails;
+    private final Endpoint ep;
+    private final long peerSizesAddress;
+    private final int peerSizesRkey;
+    /** The peer's device index of rail 0: which key of a peer's RemoteRegion this connection uses. */
+    private final int peerKeyIndex;
+    private final MemorySegment fifo;
+    private final MemorySegment sizesStaging;
+    private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
+    private final int opWriteImm = verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM();
+    private final int opRead = verbs_h.IBV_WR_RDMA_READ();
+    private final int flagSignaled = verbs_h.IBV_SEND_SIGNALED();
+    private final int wcSuccess = verbs_h.IBV_WC_SUCCESS();
+
+    /** per slot * MAX_RAILS + rail: work requests the slot holds in that rail's send queue */
+    private final int[] wrCount = new int[Cts.MAX_REQUESTS * Cts.MAX_RAILS];
+    /** per slot: rails whose signalled write has not completed yet */
+    private final int[] pendingRails = new int[Cts.MAX_REQUESTS];
+    /** per one-sided op: its work requests on rail 0 */
+    private final int[] opWrs = new int[OpWindow.SIZE];
+    private final Op[] opsInFlight = new Op[OpWindow.SIZE];
+    /** per rail: work requests posted and not yet known complete; scratch count of the slot being posted */
+    private final int[] outstanding;
+    private final int[] railWrs;
+    /** Full slots posted so far (slots are posted strictly in ring order, see drainPosts). */
+    private long posted;
+    private long full;
+
+    RdmaSendWire(Fate fate, SendSlot[] slots, Endpoint[] rails, long peerSizesAddress, int peerSizesRkey,
+                 int peerKeyIndex) {
+        this.fate = fate;
+        this.slots = slots;
+        this.rails = rails.clone();
+        this.nrails = rails.length;
+        this.ep = rails[0];
+        this.peerSizesAddress = peerSizesAddress;
+        this.peerSizesRkey = peerSizesRkey;
+        this.peerKeyIndex = peerKeyIndex;
+        this.fifo = ep.control.asSlice(0, Cts.FIFO_BYTES);
+        this.sizesStaging = ep.control.asSlice(Cts.FIFO_BYTES, SIZES_BYTES);
+        this.outstanding = new int[nrails];
+        this.railWrs = new int[nrails];
+    }
+
+    /** Where the receiver writes its clear-to-send entries. */
+    MemorySegment fifo() {
+        return fifo;
+    }
+
+    /** The device of rail 0. */
+    String device() {
+        return ep.device.name();
+    }
+
+    /** Queue pairs this connection splits its messages across. */
+    int rails() {
+        return nrails;
+    }
+
+    @Override
+    public boolean owns(Registration registration, long offset, long length) {
+        return registration instanceof RdmaRegistration r && r.contains(offset, length);
+    }
+
+    @Override
+    public void matched(SendSlot slot, int i) {
+        if (slot.full()) {
+            full++;
+            drainPosts();
+        }
+    }
+
+    /**
+     * Posts full slots in order while the send queues have room. Order matters: the receiver's posted receives take
+     * the immediates in arrival order, so slot s+1 must never overtake slot s on any rail.
+     */
+    private void drainPosts() {
+        while (posted < full && !fate.failed()) {
+            if (!post(slots[(int) (posted & (Cts.MAX_REQUESTS - 1))])) {
+                return;
+            }
+            posted++;
+        }
+    }
+
+    /** Posts every write of a full slot, or returns false when a send queue has no room for them yet. */
+    private boolean post(SendSlot s) {
+        int n = s.nreqs;
+        boolean inlineSize = n == 1 && s.length[0] < Integer.MAX_VALUE;
+        for (int rail = 0; rail < nrails; rail++) {
+            long max = rails[rail].maxMessage;
+            int data = 0;
+            for (int i = 0; i < n; i++) {
+                long slice = sliceBytes(s.length[i]);
+                long from = Math.min(s.length[i], slice * rail);
+                data += chunks(Math.min(s.length[i], from + slice) - from, max);
+            }
+            // the immediate rides on the last data write of a single message; otherwise it is a request of its own
+            int total = inlineSize ? Math.max(1, data) : data + 1;
+            if (total > rails[rail].sendDepth) {
+                fate.fail("a message needs " + total + " work requests, more than the send queue's "
+                        + rails[rail].sendDepth + " (messages are cut into " + max + "-byte writes): send it in "
+                        + "smaller parts");
+                return false;
+            }
+            if (outstanding[rail] + total > rails[rail].sendDepth) {
+                return false;
+            }
+            railWrs[rail] = total;
+        }
+        int base = s.index * Cts.MAX_RECVS;
+        if (!inlineSize) {
+            for (int i = 0; i < n; i++) {
+                sizesStaging.setAtIndex(JAVA_LONG, base + i, s.length[i]);
+            }
+        }
+        for (int rail = 0; rail < nrails && !fate.failed(); rail++) {
+            postRail(s, rail, inlineSize);
+        }
+        for (int rail = 0; rail < nrails; rail++) {
+            wrCount[s.index * Cts.MAX_RAILS + rail] = railWrs[rail];
+            outstanding[rail] += railWrs[rail];
+        }
+        pendingRails[s.index] = nrails;
+        return true;
+    }
+
+    /**
+     * Posts one rail's share of a slot: unsignalled writes of its slice of each buffer, and one signalled write with
+     * the immediate: the slice's last write for a single message, else a write of its own (on rail 0 of a grouped
+     * message, the size array; elsewhere zero bytes). Addresses and keys come from the slot's clear-to-send entries,
+     * which stay in the FIFO until the slot is reused.
+     */
+    private void postRail(SendSlot s, int rail, boolean inlineSize) {
+        Endpoint r = rails[rail];
+        long max = r.maxMessage;
+        int n = s.nreqs;
+        int imm = inlineSize ? (int) s.length[0] : IMM_SIZES | n;
+        boolean immSent = false;
+        int w = 0;
+        for (int i = 0; i < n; i++) {
+            long len = s.length[i];
+            long slice = sliceBytes(len);
+            long from = Math.min(len, slice * rail);
+            long to = Math.min(len, from + slice);
+            long entry = Cts.at(s.entry + i);
+            long remote = Cts.addr(fifo, entry);
+            int key = Cts.rkey(fifo, entry, rail);
+            RdmaRegistration reg = (RdmaRegistration) s.registration[i];
+            long local = reg.address + s.offset[i];
+            int lkey = reg.lkey(r.deviceIndex);
+            for (long done = from; done < to; done += max) {
+                long chunk = Math.min(max, to - done);
+                boolean last = inlineSize && done + chunk == to;
+                Wr.sge(r.sge[w], local + done, (int) chunk, lkey);
+                Wr.send(r.wr[w], s.index, MemorySegment.NULL, r.sge[w], 1, last ? opWriteImm : opWrite,
+                        last ? flagSignaled : 0, last ? imm : 0, remote + done, key);
+                immSent |= last;
+                if ((w = next(r, w)) < 0) {
+                    return;
+                }
+            }
+        }
+        if (!immSent) {
+            long entry = Cts.at(s.entry);
+            if (!inlineSize && rail == 0) {
+                long at = s.index * Cts.MAX_RECVS * 8L;
+                Wr.sge(r.sge[w], sizesStaging.address() + at, n * 8, ep.controlMr.lkey());
+                Wr.send(r.wr[w], s.index, MemorySegment.NULL, r.sge[w], 1, opWriteImm, flagSignaled, imm,
+                        peerSizesAddress + at, peerSizesRkey);
+            } else {
+                Wr.send(r.wr[w], s.index, MemorySegment.NULL, MemorySegment.NULL, 0, opWriteImm, flagSignaled, imm,
+                        Cts.addr(fifo, entry), Cts.rkey(fifo, entry, rail));
+            }
+            w = next(r, w);
+        }
+        if (w > 0) {
+            postChain(r, w);
+        }
+    }
+
+    private static int chunks(long bytes, long maxMessage) {
+        return bytes == 0 ? 0 : (int) ((bytes + maxMessage - 1) / maxMessage);
+    }
+
+    /** Bytes of each rail's slice of a {@code len}-byte buffer: whole multiples of SLICE_ALIGN, the rest last. */
+    private long sliceBytes(long len) {
+        if (nrails == 1) {
+            return len;
+        }
+        long per = (len + nrails - 1) / nrails;
+        return (per + SLICE_ALIGN - 1) & -SLICE_ALIGN;
+    }
+
+    /** Links WR w to the chain; posts the chain when the scratch is full. Returns the next index, or -1 on failure. */
+    private int next(Endpoint r, int w) {
+        if (w > 0) {
+            Wr.link(r.wr[w - 1], r.wr[w]);
+        }
+        w++;
+        if (w == Endpoint.SCRATCH_WRS) {
+            return postChain(r, w) ? 0 : -1;
+        }
+        return w;
+    }
+
+    private boolean postChain(Endpoint r, int count) {
+        Wr.link(r.wr[count - 1], MemorySegment.NULL);
+        int rc = r.ops.postSend(r.qp.handle(), r.wr[0], r.badWr);
+        if (rc != 0) {
+            fate.fail("ibv_post_send on " + r.device.name() + " failed: " + Errno.describe(rc));
+            return false;
+        }
+        return true;
+    }
+
+    /** A one-sided RDMA WRITE or READ on rail 0: unsignalled pieces, the last one signalled. */
+    @Override
+    public int start(Op op) {
+        if (!op.remote.provider().equals("rdma") || peerKeyIndex >= op.remote.keyCount()) {
+            return Status.BAD_ARGUMENT;
+        }
+        long length = op.length;
+        int pieces = Math.max(1, chunks(length, ep.maxMessage));
+        if (pieces > ep.sendDepth) {
+            return Status.BAD_ARGUMENT;
+        }
+        if (outstanding[0] + pieces > ep.sendDepth) {
+            progress();
+            return fate.failed() ? Status.FAILED : Status.NOT_READY;
+        }
+        RdmaRegistration r = (RdmaRegistration) op.local;
+        int lk = r.lkey(ep.deviceIndex);
+        int rk = op.remote.key(peerKeyIndex);
+        long from = r.address + op.localOffset;
+        long to = op.remote.address() + op.remoteOffset;
+        int opcode = op.read ? opRead : opWrite;
+        int w = 0;
+        long done = 0;
+        do {
+            long chunk = Math.min(ep.maxMessage, length - done);
+            boolean last = done + chunk == length;
+            Wr.sge(ep.sge[w], from + done, (int) chunk, lk);
+            Wr.send(ep.wr[w], ONE_SIDED_WR | op.index, MemorySegment.NULL, ep.sge[w], chunk == 0 ? 0 : 1, opcode,
+                    last ? flagSignaled : 0, 0, to + done, rk);
+            done += chunk;
+            if (w > 0) {
+                Wr.link(ep.wr[w - 1], ep.wr[w]);
+            }
+            w++;
+            if ((w == Endpoint.SCRATCH_WRS || last) && !postChain(ep, w)) {
+                return Status.FAILED;
+            }
+            if (w == Endpoint.SCRATCH_WRS) {
+                w = 0;
+            }
+        } while (done < length);
+        opWrs[op.index] = pieces;
+        opsInFlight[op.index] = op;
+        outstanding[0] += pieces;
+        return 0;
+    }
+
+    /** Reads completions on every rail; retries a slot that waited for send-queue room. */
+    @Override
+    public void progress() {
+        if (fate.state() != 0) {
+            return;
+        }
+        for (int rail = 0; rail < nrails; rail++) {
+            Endpoint r = rails[rail];
+            int n = r.cq.poll(r.wcs, Endpoint.WC_BATCH);
+            if (n < 0) {
+                fate.fail("ibv_poll_cq on " + r.device.name() + " failed: " + n);
+                return;
+            }
+            if (n == 0 && rail == 0) {
+                probeIfIdle();
+            }
+            for (int i = 0; i < n; i++) {
+                if (!completed(r, rail, Wr.wcStatus(r.wcs, i), Wr.wcWrId(r.wcs, i))) {
+                    return;
+                }
+            }
+        }
+        drainPosts();
+    }
+
+    /** Takes one completion; false once the connection failed. */
+    private boolean completed(Endpoint r, int rail, int status, long wrId) {
+        if (status != wcSuccess) {
+            fate.fail((wrId == Endpoint.PROBE_WR ? "the peer stopped answering: a liveness probe on "
+                    : (wrId & ONE_SIDED_WR) != 0 ? "a one-sided operation on " : "a send on ")
+                    + r.device.name() + " failed: " + r.device.verbs().wcStatusString(status)
+                    + ((wrId & ONE_SIDED_WR) != 0 ? " (a remote region that is closed or was never "
+                    + "registered there gives REM_ACCESS_ERR; otherwise " : " (")
+                    + "the peer died, closed, or is unreachable)");
+            return false;
+        }
+        if (wrId == Endpoint.PROBE_WR) {
+            r.probeDone();
+            outstanding[0]--;
+        } else if ((wrId & ONE_SIDED_WR) != 0) {
+            int k = (int) wrId & (OpWindow.SIZE - 1);
+            outstanding[0] -= opWrs[k];
+            opsInFlight[k].finish(1, null);
+            opsInFlight[k] = null;
+        } else {
+            int slot = (int) wrId & (Cts.MAX_REQUESTS - 1);
+            outstanding[rail] -= wrCount[slot * Cts.MAX_RAILS + rail];
+            if (--pendingRails[slot] == 0) {
+                slots[slot].completeAll();
+            }
+        }
+        return true;
+    }
+
+    /** Lets rail 0 probe the peer while nothing completes; the probe holds a send-queue entry meanwhile. */
+    private void probeIfIdle() {
+        if (outstanding[0] >= ep.sendDepth) {
+            return;      // the queue is full of writes: their completions (or failures) will come
+        }
+        int p = ep.idle(peerSizesAddress, peerSizesRkey);
+        if (p > 0) {
+            outstanding[0]++;
+        } else if (p < 0) {
+            fate.fail("ibv_post_send (liveness probe) on " + ep.device.name() + " failed: " + Errno.describe(-p));
+        }
+    }
+
+    @Override
+    public void close() {
+        Endpoint.closeAll(rails);
+    }
+
+    @Override
+    public String toString() {
+        return "rdma sender on " + ep.device.name() + (nrails > 1 ? " (" + nrails + " rails)" : "");
+    }
+}

@@ -1,0 +1,320 @@
+package io.jmesh.transport.tcp;
+
+import io.jmesh.api.Registration;
+import io.jmesh.transport.core.CoreReceiver;
+import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Op;
+import io.jmesh.transport.core.OpWindow;
+import io.jmesh.transport.core.ReceiveSlot;
+import io.jmesh.transport.core.ReceiveWire;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * The TCP wire of a receiver: posting a grouped receive queues one clear-to-send frame ({@link CtsFrame}, each
+ * buffer's size and tag) for data socket 0. Chunks ({@link ChunkHeader}) arrive on any data socket and are read
+ * straight into the posted buffer at their offset, after every field of the header has been checked against the
+ * posted receive; anything else fails the connection. Socket 0 also carries the peer's one-sided requests, which
+ * {@link TcpOpServer} serves; a receive completes only once the operations its sender issued before it are applied.
+ *
+ * <p>Progress: write what is owed on socket 0, then at most {@value #READS_PER_SOCKET} non-blocking reads per data
+ * socket. When the peer closes, data already on the way is still taken: the connection fails once every socket has
+ * reached end of stream (or {@value #EOF_GRACE_MS} ms after the first did); a reset fails it at once. A flush completes
+ * at once: over TCP the CPU wrote the data, so it is visible once the receive completed.
+ */
+final class TcpReceiveWire implements ReceiveWire {
+    static final int READS_PER_SOCKET = 8;
+    static final long EOF_GRACE_MS = 2_000;
+    /** What a data socket is reading: a header, a chunk's payload (else the message id), or a one-sided payload. */
+    private static final int HEADER = -1;
+    private static final int OP_PAYLOAD = -2;
+
+    private final DataConnection conn;
+    private final ReceiveSlot[] slots;
+    private final TcpOpServer server;
+    private final SocketChannel[] sockets;
+    private final int socketCount;
+
+    /** per slot: one-sided operations that must be applied before it completes; whether every buffer is in */
+    private final int[] slotOps = new int[Cts.MAX_REQUESTS];
+    private final int[] doneMask = new int[Cts.MAX_REQUESTS];
+    /** per buffer (slot * 8 + i): the message's total as the first chunk said, and its operation count */
+    private final long[] expected = new long[CoreReceiver.FLUSH_BASE * Cts.MAX_RECVS];
+    private final int[] messageOps = new int[CoreReceiver.FLUSH_BASE * Cts.MAX_RECVS];
+    /** Slots whose data is all in but which wait for one-sided operations to be applied. */
+    private int waiting;
+
+    // per data socket: the header or chunk being read
+    private final ByteBuffer[] headers;
+    private final ByteBuffer[] payload;
+    private final int[] reading;
+    private final int[] length;
+    private final boolean[] endOfStream;
+    private final ViewCache[] views;
+    private int endOfStreamCount;
+    private long firstEndOfStreamNanos;
+
+    private TcpReceiveWire(DataConnection conn, ReceiveSlot[] slots, TcpRegistry registry) {
+        this.conn = conn;
+        this.slots = slots;
+        this.server = new TcpOpServer(conn, registry);
+        this.sockets = conn.sockets;
+        this.socketCount = sockets.length;
+        this.headers = new ByteBuffer[socketCount];
+        this.payload = new ByteBuffer[socketCount];
+        this.reading = new int[socketCount];
+        this.length = new int[socketCount];
+        this.endOfStream = new boolean[socketCount];
+        this.views = new ViewCache[socketCount];
+        for (int j = 0; j < socketCount; j++) {
+            headers[j] = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
+            reading[j] = HEADER;
+            views[j] = new ViewCache();
+        }
+    }
+
+    /**
+     * The receiving end over {@code conn}'s sockets; {@code registry} is where the peer's one-sided requests look
+     * their registration up (null refuses them all); {@code onClose} runs once when it closes.
+     */
+    static CoreReceiver receiver(DataConnection conn, TcpRegistry registry, Consumer<AutoCloseable> onClose) {
+        ReceiveSlot[] ring = CoreReceiver.ring();
+        return new CoreReceiver(conn, ring, new TcpReceiveWire(conn, ring, registry), onClose);
+    }
+
+    @Override
+    public boolean owns(Registration registration, long offset, long length) {
+        return registration instanceof TcpRegistration r && r.contains(offset, length);
+    }
+
+    @Override
+    public int post(ReceiveSlot slot, boolean hold) {
+        int base = slot.index * Cts.MAX_RECVS;
+        for (int i = 0; i < slot.nreqs; i++) {
+            expected[base + i] = -1;
+        }
+        slotOps[slot.index] = server.applied();
+        doneMask[slot.index] = 0;
+        server.queueCts((int) slot.seq, slot.nreqs, slot.maxSize, slot.tag);
+        progress();                                // a failure shows in test, as for a receive posted earlier
+        return 0;
+    }
+
+    /** Clear-to-sends leave with the next progress; nothing is held on TCP. */
+    @Override
+    public int announce() {
+        return 0;
+    }
+
+    @Override
+    public int flush(Op op, int n, Registration[] registrations, long[] offsets, long[] sizes) {
+        progress();
+        return 1;
+    }
+
+    @Override
+    public void progress() {
+        if (conn.state() != 0 || !server.writeBack(sockets[0])) {
+            return;
+        }
+        for (int j = 0; j < socketCount; j++) {
+            if (!endOfStream[j] && !read(j)) {
+                return;
+            }
+        }
+        if (endOfStreamCount > 0 && (endOfStreamCount == socketCount
+                || System.nanoTime() - firstEndOfStreamNanos > TimeUnit.MILLISECONDS.toNanos(EOF_GRACE_MS))) {
+            conn.lostEndOfStream("");
+            return;
+        }
+        if (server.owed()) {
+            server.writeBack(sockets[0]);
+        }
+    }
+
+    /** Reads socket j: headers, then payload straight into the posted buffer. False when the connection failed. */
+    private boolean read(int j) {
+        SocketChannel ch = sockets[j];
+        for (int r = 0; r < READS_PER_SOCKET; r++) {
+            int state = reading[j];
+            if (state == HEADER && !headers[j].hasRemaining()) {
+                if (!begin(j)) {                   // a write that waited for earlier reads to be served
+                    return !conn.failed();
+                }
+                continue;
+            }
+            ByteBuffer b = state == HEADER ? headers[j] : state == OP_PAYLOAD ? server.buffer() : payload[j];
+            int got;
+            try {
+                got = ch.read(b);
+            } catch (IOException e) {
+                conn.lost(e);
+                return false;
+            } catch (IllegalStateException e) {
+                conn.memoryGone(e);
+                return false;
+            }
+            if (got < 0) {
+                if (state != HEADER || headers[j].position() > 0) {
+                    conn.lostEndOfStream(" in the middle of a message");
+                    return false;
+                }
+                endOfStream[j] = true;
+                if (endOfStreamCount++ == 0) {
+                    firstEndOfStreamNanos = System.nanoTime();
+                }
+                return true;
+            }
+            if (b.hasRemaining()) {
+                return true; // nothing more for now
+            }
+            if (state == HEADER) {
+                if (!begin(j)) {
+                    return !conn.failed();
+                }
+            } else if (state == OP_PAYLOAD) {
+                server.filled();
+                if (!server.reading()) {
+                    reading[j] = HEADER;
+                    completeWaiting();
+                }
+            } else {
+                reading[j] = HEADER;
+                payload[j] = null;
+                chunkReceived(state, length[j]);
+            }
+        }
+        return true;
+    }
+
+    /** Starts on a complete header of socket j: a data chunk, or (on socket 0) a one-sided request. */
+    private boolean begin(int j) {
+        byte type = headers[j].get(0);
+        if (type != OpFrame.WRITE && type != OpFrame.READ) {
+            return beginChunk(j);
+        }
+        if (j != 0) {
+            conn.violation("a one-sided request on data socket " + j + " (only socket 0 carries them)");
+            return false;
+        }
+        int begun = server.begin(headers[0]);
+        if (begun != TcpOpServer.BEGUN) {
+            return false;
+        }
+        reading[0] = server.reading() ? OP_PAYLOAD : HEADER;
+        completeWaiting();
+        return true;
+    }
+
+    /** Checks a chunk header against the posted receive and points socket j at the chunk's place in the buffer. */
+    private boolean beginChunk(int j) {
+        ByteBuffer h = headers[j];
+        String bad = ChunkHeader.check(h);
+        if (bad != null) {
+            conn.violation(bad);
+            return false;
+        }
+        int seq = ChunkHeader.seq(h);
+        ReceiveSlot slot = slots[(seq - 1) & (Cts.MAX_REQUESTS - 1)];
+        if (!slot.busy() || (int) slot.seq != seq || slot.completed() || doneMask[slot.index] == mask(slot)) {
+            conn.violation("data for receive number " + Integer.toUnsignedString(seq) + ", which is not posted");
+            return false;
+        }
+        int index = ChunkHeader.index(h);
+        if (index >= slot.nreqs) {
+            conn.violation("data for buffer " + index + " of a receive of " + slot.nreqs + " buffers");
+            return false;
+        }
+        int k = slot.index * Cts.MAX_RECVS + index;
+        long total = ChunkHeader.total(h);
+        int chunk = ChunkHeader.length(h);
+        if (total > slot.maxSize[index]) {
+            conn.violation("a message of " + total + " bytes for a buffer of " + slot.maxSize[index]
+                    + " (the sender must answer TRUNCATED instead)");
+            return false;
+        }
+        if ((doneMask[slot.index] & (1 << index)) != 0 || (expected[k] >= 0 && expected[k] != total)
+                || slot.received[index] + chunk > total) {
+            conn.violation("a chunk that does not fit the message of " + total + " bytes it belongs to");
+            return false;
+        }
+        int ops = ChunkHeader.ops(h);
+        int applied = server.applied();
+        if (ops - applied > OpWindow.SIZE || (expected[k] >= 0 && messageOps[k] != ops)) {
+            conn.violation("a data chunk after " + Integer.toUnsignedString(ops) + " one-sided operations, with "
+                    + Integer.toUnsignedString(applied) + " applied and at most " + OpWindow.SIZE + " in flight");
+            return false;
+        }
+        messageOps[k] = ops;
+        if (ops - slotOps[slot.index] > 0) {
+            slotOps[slot.index] = ops;
+        }
+        expected[k] = total;
+        h.clear();
+        if (chunk == 0) {
+            chunkReceived(k, 0);
+            return true;
+        }
+        reading[j] = k;
+        length[j] = chunk;
+        payload[j] = views[j].view((TcpRegistration) slot.registration[index],
+                slot.offset[index] + ChunkHeader.offset(h), chunk);
+        return true;
+    }
+
+    private static int mask(ReceiveSlot slot) {
+        return (1 << slot.nreqs) - 1;
+    }
+
+    private void chunkReceived(int k, int bytes) {
+        ReceiveSlot slot = slots[k / Cts.MAX_RECVS];
+        int i = k % Cts.MAX_RECVS;
+        slot.received[i] += bytes;
+        if (slot.received[i] == expected[k]) {
+            doneMask[slot.index] |= 1 << i;
+            if (doneMask[slot.index] != mask(slot)) {
+                return;
+            }
+            if (server.applied() - slotOps[slot.index] >= 0) {
+                slot.complete();
+            } else {
+                waiting++;                         // one-sided operations issued before it are still on the way
+            }
+        }
+    }
+
+    /** Completes the slots whose data is in once the operations issued before them are applied. Rare. */
+    private void completeWaiting() {
+        if (waiting == 0) {
+            return;
+        }
+        int applied = server.applied();
+        for (ReceiveSlot slot : slots) {
+            if (slot.busy() && !slot.completed() && doneMask[slot.index] == mask(slot)
+                    && applied - slotOps[slot.index] >= 0) {
+                slot.complete();
+                waiting--;
+            }
+        }
+    }
+
+    /** The sockets this end reads from, and their fate. */
+    DataConnection connection() {
+        return conn;
+    }
+
+    /** Closes the data sockets; requests in flight fail at the peer. */
+    @Override
+    public void close() {
+        conn.close();
+    }
+
+    @Override
+    public String toString() {
+        return "TcpReceiver[" + conn + "]";
+    }
+}

@@ -1,0 +1,472 @@
+package io.jmesh.transport.tcp;
+
+import io.jmesh.api.Registration;
+import io.jmesh.api.Status;
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Op;
+import io.jmesh.transport.core.OpWindow;
+import io.jmesh.transport.core.SendSlot;
+import io.jmesh.transport.core.SendWire;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.util.function.Consumer;
+
+/**
+ * The TCP wire of a sender. The receiver sends a clear-to-send frame ({@link CtsFrame}) per grouped receive on data
+ * socket 0; each is checked and filed as {@link Cts} entries into a local FIFO, where the core matches sends exactly
+ * as on verbs. A matched message is cut into chunks ({@link ChunkHeader}) that go out on whichever data socket is
+ * free, straight from the registered memory; one-sided writes and reads ({@link OpFrame}) go on socket 0 ahead of
+ * data. The peer's receiver applies them and answers on socket 0 (read data, then a completion per operation).
+ *
+ * <p>Requests complete in issue order: a message once all its bytes are in the kernel's send buffers (the verbs
+ * sender's local completion), an operation once the owner answered, and neither before every earlier one. Every
+ * chunk carries how many operations were issued before its message, so the receiver completes that receive only once
+ * they are applied.
+ */
+final class TcpSendWire implements SendWire {
+    static final int WRITES_PER_SOCKET = 8;
+    /** More than the requests that can be in flight at once (messages + operations). */
+    private static final int ORDER = 512;
+    private static final int REVERSE_BYTES = 64 << 10;
+    private static final int REVERSE_READS = 8;
+    private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
+
+    /** A matched message on its way out: how far its chunks got. */
+    private static final class Outgoing {
+        long assigned;
+        int chunk;
+        int outstanding;
+        boolean queued;
+        long issue;
+        int ops;
+    }
+
+    private final DataConnection conn;
+    private final SendSlot[] slots;
+    private final SocketChannel[] sockets;
+    private final int socketCount;
+    private final MemorySegment fifo = Arena.ofAuto().allocate(Cts.FIFO_BYTES, 64);
+
+    // socket 0's reverse direction: clear-to-sends, answers to reads, completions of operations
+    private final ByteBuffer reverse = ByteBuffer.allocateDirect(REVERSE_BYTES);
+    private int answerRemaining;
+    private Op answering;
+    private long answered;
+    private final ViewCache answerViews = new ViewCache();
+    /** Clear-to-sends filed so far, and the ring position of the next entry. */
+    private long ctsReceived;
+    private long entryHead;
+    /** Slots the core filled so far: a clear-to-send may only reuse a slot that has been full. */
+    private long full;
+
+    private final Outgoing[] out = new Outgoing[CoreSender.MESSAGES];
+    /** Message ids with chunks still to hand out, in matching order. */
+    private final int[] queue = new int[CoreSender.MESSAGES];
+    private int queueHead;
+    private int queueTail;
+
+    // one-sided operations: issued, put on the wire (all pieces handed to socket 0), answered by the owner
+    private final Op[] ops = new Op[OpWindow.SIZE];
+    private final long[] opAssigned = new long[OpWindow.SIZE];
+    private final long[] opIssue = new long[OpWindow.SIZE];
+    private final int[] opResult = new int[OpWindow.SIZE];
+    private final String[] opFailure = new String[OpWindow.SIZE];
+    private long opsIssued;
+    private long opsSent;
+    private long opsDone;
+    /** Whether socket 0 is writing an operation's frame. */
+    private boolean socketOp;
+
+    // completion order: issue numbers 1, 2, ...; every request up to completedThrough has finished
+    private final boolean[] finished = new boolean[ORDER];
+    private final int[] order = new int[ORDER];
+    private long issued;
+    private long completedThrough;
+
+    // per data socket: the chunk it is writing
+    private final ByteBuffer[] headers;
+    private final ByteBuffer[] payload;
+    private final int[] socketMessage;
+    private final ViewCache[] views;
+
+    private TcpSendWire(DataConnection conn, SendSlot[] slots) {
+        this.conn = conn;
+        this.slots = slots;
+        this.sockets = conn.sockets;
+        this.socketCount = sockets.length;
+        this.headers = new ByteBuffer[socketCount];
+        this.payload = new ByteBuffer[socketCount];
+        this.socketMessage = new int[socketCount];
+        this.views = new ViewCache[socketCount];
+        for (int j = 0; j < socketCount; j++) {
+            headers[j] = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
+            payload[j] = EMPTY;
+            socketMessage[j] = -1;
+            views[j] = new ViewCache();
+        }
+        for (int k = 0; k < out.length; k++) {
+            out[k] = new Outgoing();
+        }
+    }
+
+    /** The sending end over {@code conn}'s sockets; {@code onClose} runs once when it closes. */
+    static CoreSender sender(DataConnection conn, Consumer<AutoCloseable> onClose) {
+        SendSlot[] ring = CoreSender.ring();
+        TcpSendWire wire = new TcpSendWire(conn, ring);
+        return new CoreSender(conn, wire.fifo, ring, wire, onClose);
+    }
+
+    @Override
+    public boolean owns(Registration registration, long offset, long length) {
+        return registration instanceof TcpRegistration r && r.contains(offset, length);
+    }
+
+    @Override
+    public void matched(SendSlot slot, int i) {
+        int k = slot.index * Cts.MAX_RECVS + i;
+        Outgoing m = out[k];
+        long share = (slot.length[i] + socketCount - 1) / socketCount;
+        long chunk = Math.min(ChunkHeader.SEND_MAX, Math.max(ChunkHeader.SEND_MIN, share));
+        m.chunk = (int) ((chunk + 4095) & ~4095L);
+        m.assigned = 0;
+        m.outstanding = 0;
+        m.ops = (int) opsIssued;
+        m.issue = ++issued;
+        order[(int) (m.issue & (ORDER - 1))] = k;
+        m.queued = true;
+        queue[queueTail++ & (CoreSender.MESSAGES - 1)] = k;
+        if (slot.full()) {
+            full++;
+        }
+        transmit();
+    }
+
+    @Override
+    public int start(Op op) {
+        if (!"tcp".equals(op.remote.provider()) || TcpRegistration.idOf(op.remote) == 0) {
+            return Status.BAD_ARGUMENT;
+        }
+        int k = op.index;
+        ops[k] = op;
+        opAssigned[k] = 0;
+        opResult[k] = 0;
+        opFailure[k] = null;
+        opIssue[k] = ++issued;
+        order[(int) (opIssue[k] & (ORDER - 1))] = CoreSender.OP_BASE + k;
+        opsIssued++;
+        transmit();
+        return 0;
+    }
+
+    /** Request {@code issue} finished: moves the in-order completion point and hands the core what it passed. */
+    private void finish(long issue) {
+        finished[(int) (issue & (ORDER - 1))] = true;
+        while (completedThrough < issued && finished[(int) ((completedThrough + 1) & (ORDER - 1))]) {
+            int at = (int) (++completedThrough & (ORDER - 1));
+            finished[at] = false;
+            int id = order[at];
+            if (id >= CoreSender.OP_BASE) {
+                int k = id - CoreSender.OP_BASE;
+                ops[k].finish(opResult[k], opFailure[k]);
+                ops[k] = null;
+            } else {
+                slots[id / Cts.MAX_RECVS].complete(id % Cts.MAX_RECVS);
+            }
+        }
+    }
+
+    /** Reads what the receiver sent back (clear-to-sends, answers, completions), then writes; bounded work. */
+    @Override
+    public void progress() {
+        if (conn.state() != 0) {
+            return;
+        }
+        readReverse();
+        if (!conn.failed()) {
+            transmit();
+        }
+    }
+
+    /** Reads socket 0's reverse direction and takes the frames in it; answer payloads go into the reader's memory. */
+    private void readReverse() {
+        for (int r = 0; r < REVERSE_READS; r++) {
+            int got;
+            try {
+                got = sockets[0].read(reverse);
+            } catch (IOException e) {
+                conn.lost(e);
+                return;
+            }
+            if (got < 0) {
+                conn.lostEndOfStream(answerRemaining > 0 || reverse.position() > 0 ? " in the middle of a frame" : "");
+                return;
+            }
+            boolean fullBuffer = !reverse.hasRemaining();
+            reverse.flip();
+            boolean ok = takeFrames();
+            reverse.compact();
+            if (!ok || !fullBuffer) {
+                return;
+            }
+        }
+    }
+
+    /** Takes every whole frame (and answer payload) in the staging buffer; false when the connection failed. */
+    private boolean takeFrames() {
+        while (true) {
+            if (answerRemaining > 0) {
+                int n = Math.min(answerRemaining, reverse.remaining());
+                if (n == 0) {
+                    return true;
+                }
+                Op op = answering;
+                ByteBuffer dst = answerViews.view((TcpRegistration) op.local, op.localOffset + answered, n);
+                int limit = reverse.limit();
+                reverse.limit(reverse.position() + n);
+                try {
+                    dst.put(reverse);
+                } catch (IllegalStateException e) {
+                    conn.memoryGone(e);
+                    return false;
+                } finally {
+                    reverse.limit(limit);
+                }
+                answered += n;
+                answerRemaining -= n;
+                continue;
+            }
+            if (!reverse.hasRemaining()) {
+                return true;
+            }
+            int at = reverse.position();
+            byte type = reverse.get(at);
+            if (type != CtsFrame.TYPE && type != OpFrame.ANSWER && type != OpFrame.DONE) {
+                conn.violation("expected a clear-to-send or a one-sided reply, got type 0x"
+                        + Integer.toHexString(type & 0xff));
+                return false;
+            }
+            int need = type == CtsFrame.TYPE ? CtsFrame.BYTES : OpFrame.BYTES;
+            if (reverse.remaining() < need) {
+                return true;
+            }
+            if (!(type == CtsFrame.TYPE ? acceptCts(at) : acceptReply(at))) {
+                return false;
+            }
+            reverse.position(at + need);
+        }
+    }
+
+    /** Checks one clear-to-send and files its entries in the FIFO the core matches against. */
+    private boolean acceptCts(int at) {
+        String bad = CtsFrame.check(reverse, at);
+        if (bad != null) {
+            conn.violation(bad);
+            return false;
+        }
+        long seq = ctsReceived + 1;
+        if (CtsFrame.seq(reverse, at) != (int) seq) {
+            conn.violation("clear-to-send number " + Integer.toUnsignedString(CtsFrame.seq(reverse, at))
+                    + " out of order (expected " + seq + ")");
+            return false;
+        }
+        if (seq > full + Cts.MAX_REQUESTS) {
+            conn.violation("clear-to-send number " + seq + " while " + Cts.MAX_REQUESTS + " receives are outstanding");
+            return false;
+        }
+        int n = CtsFrame.count(reverse, at);
+        for (int i = 0; i < n; i++) {
+            Cts.write(fifo, Cts.at(entryHead + i), 0, CtsFrame.size(reverse, at, i), null, 0, 0,
+                    CtsFrame.tag(reverse, at, i), n, seq);
+        }
+        entryHead += n;
+        ctsReceived = seq;
+        return true;
+    }
+
+    /** Checks an answer or completion against the oldest operation not yet completed, the only one it may be for. */
+    private boolean acceptReply(int at) {
+        String bad = OpFrame.checkReply(reverse, at);
+        if (bad != null) {
+            conn.violation(bad);
+            return false;
+        }
+        long next = opsDone + 1;
+        int number = OpFrame.op(reverse, at);
+        if (next > opsSent || number != (int) next) {
+            conn.violation("a reply for one-sided operation " + Integer.toUnsignedString(number) + " (expected "
+                    + (next > opsSent ? "none: " + (opsIssued - opsDone) + " unsent" : String.valueOf(next)) + ")");
+            return false;
+        }
+        int k = (int) ((next - 1) & (OpWindow.SIZE - 1));
+        Op op = ops[k];
+        if (OpFrame.type(reverse, at) == OpFrame.ANSWER) {
+            long offset = OpFrame.offset(reverse, at);
+            int length = OpFrame.pieceLength(reverse, at);
+            long got = answering == op ? answered : 0;
+            if (!op.read || offset != got || length > op.length - offset) {
+                conn.violation("an answer of " + length + " bytes at " + offset + " for " + (op.read
+                        ? "a read of " + op.length + " bytes with " + got + " received" : "a write"));
+                return false;
+            }
+            answering = op;
+            answered = got;
+            answerRemaining = length;
+            return true;
+        }
+        int status = OpFrame.status(reverse, at);
+        long got = answering == op ? answered : 0;
+        if (status == OpFrame.OK) {
+            if (op.read && got != op.length) {
+                conn.violation("a read completed with " + got + " of " + op.length + " bytes");
+                return false;
+            }
+            opResult[k] = 1;
+        } else {
+            opResult[k] = Status.REFUSED;
+            opFailure[k] = refusal(op, status, OpFrame.detail(reverse, at));
+        }
+        answering = null;
+        opsDone = next;
+        finish(opIssue[k]);
+        return true;
+    }
+
+    /** The error for a refused operation: what the owner said, and what to do. Failure path only. */
+    private String refusal(Op op, int status, long detail) {
+        String what = (op.read ? "read of " : "write of ") + op.length + " bytes at offset " + op.remoteOffset;
+        return "the peer " + conn.peer + " refused the one-sided " + what + ": " + (status == OpFrame.NO_REGISTRATION
+                ? "it has no open registration with that region's id (the registration was closed, or the "
+                + "RemoteRegion is not from this peer or was corrupted); use a RemoteRegion the peer sent for a "
+                + "registration it keeps open"
+                : "the range lies outside its registration of " + detail + " bytes (the RemoteRegion does not "
+                + "match the peer's registration); use the RemoteRegion exactly as the peer sent it");
+    }
+
+    /**
+     * Writes chunks on every data socket, handing each free socket the next chunk; socket 0 takes one-sided frames
+     * first. Header and payload go out as two single-buffer writes: the JDK's gathering write allocates per call for
+     * buffers over memory segments.
+     */
+    private void transmit() {
+        for (int j = 0; j < socketCount; j++) {
+            SocketChannel ch = sockets[j];
+            ByteBuffer header = headers[j];
+            for (int w = 0; w < WRITES_PER_SOCKET; w++) {
+                if (socketMessage[j] < 0 && !(j == 0 && socketOp) && !(j == 0 && assignOp()) && !assign(j)) {
+                    break;
+                }
+                ByteBuffer data = payload[j];
+                try {
+                    if (header.hasRemaining()) {
+                        ch.write(header);
+                        if (header.hasRemaining()) {
+                            break; // the socket's send buffer is full
+                        }
+                    }
+                    if (data.hasRemaining() && ch.write(data) == 0) {
+                        break;
+                    }
+                } catch (IOException e) {
+                    conn.lost(e);
+                    return;
+                } catch (IllegalStateException e) {
+                    conn.memoryGone(e);
+                    return;
+                }
+                if (!data.hasRemaining()) {
+                    if (j == 0 && socketOp) {
+                        socketOp = false;
+                        payload[0] = EMPTY;
+                    } else {
+                        chunkWritten(j);
+                    }
+                }
+            }
+        }
+    }
+
+    /** Gives socket j the next chunk to write; false when there is none. */
+    private boolean assign(int j) {
+        if (queueHead == queueTail) {
+            return false;
+        }
+        int k = queue[queueHead & (CoreSender.MESSAGES - 1)];
+        SendSlot slot = slots[k / Cts.MAX_RECVS];
+        int i = k % Cts.MAX_RECVS;
+        Outgoing m = out[k];
+        long total = slot.length[i];
+        long offset = m.assigned;
+        int length = (int) Math.min(m.chunk, total - offset);
+        ChunkHeader.write(headers[j], i, (int) slot.seq, total, offset, length, m.ops);
+        payload[j] = length == 0 ? EMPTY
+                : views[j].view((TcpRegistration) slot.registration[i], slot.offset[i] + offset, length);
+        m.assigned = offset + length;
+        m.outstanding++;
+        if (m.assigned == total) {
+            m.queued = false;
+            queueHead++;
+        }
+        socketMessage[j] = k;
+        return true;
+    }
+
+    /** Gives socket 0 the next frame of the oldest operation not yet on the wire; false when there is none. */
+    private boolean assignOp() {
+        if (opsSent == opsIssued) {
+            return false;
+        }
+        int k = (int) (opsSent & (OpWindow.SIZE - 1));
+        Op op = ops[k];
+        int number = (int) (opsSent + 1);
+        long key = TcpRegistration.idOf(op.remote);
+        if (op.read) {
+            OpFrame.request(headers[0], OpFrame.READ, true, number, key, op.remoteOffset, op.length);
+            payload[0] = EMPTY;
+            opsSent++;
+        } else {
+            long done = opAssigned[k];
+            int length = (int) Math.min(ChunkHeader.SEND_MAX, op.length - done);
+            boolean last = done + length == op.length;
+            OpFrame.request(headers[0], OpFrame.WRITE, last, number, key, op.remoteOffset + done, length);
+            payload[0] = length == 0 ? EMPTY
+                    : views[0].view((TcpRegistration) op.local, op.localOffset + done, length);
+            opAssigned[k] = done + length;
+            if (last) {
+                opsSent++;
+            }
+        }
+        socketOp = true;
+        return true;
+    }
+
+    private void chunkWritten(int j) {
+        int k = socketMessage[j];
+        socketMessage[j] = -1;
+        payload[j] = EMPTY;
+        Outgoing m = out[k];
+        if (--m.outstanding == 0 && !m.queued) {
+            finish(m.issue);
+        }
+    }
+
+    /** The sockets this end writes to, and their fate. */
+    DataConnection connection() {
+        return conn;
+    }
+
+    /** Closes the data sockets; requests in flight fail at the peer. */
+    @Override
+    public void close() {
+        conn.close();
+    }
+
+    @Override
+    public String toString() {
+        return "TcpSender[" + conn + "]";
+    }
+}
