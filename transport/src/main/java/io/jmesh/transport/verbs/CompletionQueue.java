@@ -24,7 +24,7 @@ public final class CompletionQueue implements AutoCloseable {
         this.device = device;
         this.dataPath = device.dataPath();
         this.depth = depth;
-        this.cq = device.verbs().createCq(device.handle(), depth, MemorySegment.NULL, 0, device.name());
+        this.cq = device.verbs().createCq(device.handle(), depth, device.name());
     }
 
     /** The {@code struct ibv_cq*}. */
