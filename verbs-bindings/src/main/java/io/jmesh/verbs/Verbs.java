@@ -42,7 +42,6 @@ public final class Verbs {
     private final MethodHandle regDmabufMr;
     private final MethodHandle createCq;
     private final MethodHandle createQp;
-    private final MethodHandle getAsyncEvent;
     private final MethodHandle queryGidTable;
 
     private Verbs() {
@@ -54,7 +53,6 @@ public final class Verbs {
         regDmabufMr = capturing(verbs_h.ibv_reg_dmabuf_mr$address(), verbs_h.ibv_reg_dmabuf_mr$descriptor());
         createCq = capturing(verbs_h.ibv_create_cq$address(), verbs_h.ibv_create_cq$descriptor());
         createQp = capturing(verbs_h.ibv_create_qp$address(), verbs_h.ibv_create_qp$descriptor());
-        getAsyncEvent = capturing(verbs_h.ibv_get_async_event$address(), verbs_h.ibv_get_async_event$descriptor());
         queryGidTable = capturing(verbs_h._ibv_query_gid_table$address(), verbs_h._ibv_query_gid_table$descriptor());
     }
 
@@ -316,24 +314,7 @@ public final class Verbs {
         return verbs_h.ibv_destroy_qp(qp);
     }
 
-    // ---------------------------------------------------------------- async events and strings
-
-    /** {@code ibv_get_async_event}; returns 0 or the errno (EAGAIN for a non-blocking async fd with no event). */
-    public int getAsyncEvent(MemorySegment context, MemorySegment event) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment capture = arena.allocate(Errno.CAPTURE_LAYOUT);
-            int rc = (int) call(getAsyncEvent, capture, context, event);
-            return rc == 0 ? 0 : Errno.read(capture);
-        }
-    }
-
-    public void ackAsyncEvent(MemorySegment event) {
-        verbs_h.ibv_ack_async_event(event);
-    }
-
-    public String eventTypeString(int type) {
-        return verbs_h.ibv_event_type_str(type).getString(0);
-    }
+    // ---------------------------------------------------------------- strings
 
     public String wcStatusString(int status) {
         return verbs_h.ibv_wc_status_str(status).getString(0);
