@@ -44,7 +44,7 @@ final class TcpTestSupport {
     }
 
     static Pair connect(TcpProvider from, TcpListener to) throws Exception {
-        TcpConnect c = from.connect(ListenHandle.decode(MemorySegment.ofArray(to.handle())));
+        TcpConnect c = from.connect(ListenHandle.decode(to.handle()));
         TcpSender[] s = new TcpSender[1];
         TcpReceiver[] r = new TcpReceiver[1];
         await("connect " + c.route(), () -> {
