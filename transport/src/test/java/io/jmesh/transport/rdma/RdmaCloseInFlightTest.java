@@ -2,8 +2,8 @@ package io.jmesh.transport.rdma;
 
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
+import io.jmesh.testbed.TestbedEnv;
 import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.testbed.TestbedEnv;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
