@@ -25,10 +25,6 @@ final class TextTable {
         rows.add(row);
     }
 
-    int size() {
-        return rows.size() - 1;
-    }
-
     void print(PrintStream out) {
         int[] width = new int[columns];
         for (String[] r : rows) {

@@ -1,5 +1,6 @@
 package io.jmesh.cli;
 
+import io.jmesh.testbed.TestbedEnv;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -44,15 +45,15 @@ class DevicesCommandTest {
     @Test
     @Tag("rdma")
     void listsEveryRxeDeviceWithTheTestbedsGidIndex() {
-        assumeTrue(System.getenv("JMESH_TESTBED") != null, "real-verbs test: runs only inside the Soft-RoCE testbed");
+        TestbedEnv.require();
         String out = run("devices");
         assertTrue(out.startsWith("0\n"), out);
         List<String> lines = Arrays.asList(out.split("\n"));
-        for (String dev : System.getenv("TESTBED_DEVS").trim().split("\\s+")) {
-            String ip = System.getenv("TESTBED_DEV_" + dev + "_IP");
-            String prefix = System.getenv("TESTBED_DEV_" + dev + "_PREFIX");
-            String gid = System.getenv("TESTBED_DEV_" + dev + "_GIDX");
-            String netdev = System.getenv("TESTBED_DEV_" + dev + "_NETDEV");
+        for (String dev : TestbedEnv.devices()) {
+            String ip = TestbedEnv.dev(dev, "IP");
+            String prefix = TestbedEnv.dev(dev, "PREFIX");
+            String gid = TestbedEnv.dev(dev, "GIDX");
+            String netdev = TestbedEnv.dev(dev, "NETDEV");
             List<String> row = lines.stream().filter(l -> l.startsWith(dev + " ") && l.contains(" " + ip + "/"))
                     .toList();
             assertEquals(1, row.size(), "one row for " + dev + " " + ip + " in:\n" + out);

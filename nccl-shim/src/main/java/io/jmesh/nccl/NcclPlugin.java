@@ -19,7 +19,6 @@ import org.apache.logging.log4j.Logger;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -613,10 +612,5 @@ public final class NcclPlugin {
             // logging itself failed; the result code still reports the error
         }
         return result;
-    }
-
-    /** For tests and logs: the devices NCCL sees. */
-    synchronized List<NcclDevice> deviceList() {
-        return new ArrayList<>(devices);
     }
 }

@@ -27,16 +27,6 @@ public final class Libibverbs {
         }
     }
 
-    /** True when the library loads; says nothing about devices or kernel support. */
-    public static boolean isLoadable() {
-        return PROBLEM == null;
-    }
-
-    /** Why the library cannot be loaded and how to fix it, or null when it loads. */
-    public static String problem() {
-        return PROBLEM;
-    }
-
     /** @throws VerbsUnavailableException naming the cause and the fix when the library does not load */
     public static void requireLoadable() {
         if (PROBLEM != null) {

@@ -40,11 +40,8 @@ public final class Verbs {
     private final MethodHandle regMr;
     private final MethodHandle regMrIova2;
     private final MethodHandle regDmabufMr;
-    private final MethodHandle createCompChannel;
     private final MethodHandle createCq;
     private final MethodHandle createQp;
-    private final MethodHandle getCqEvent;
-    private final MethodHandle getAsyncEvent;
     private final MethodHandle queryGidTable;
 
     private Verbs() {
@@ -54,12 +51,8 @@ public final class Verbs {
         regMr = capturing(verbs_h.ibv_reg_mr$address(), verbs_h.ibv_reg_mr$descriptor());
         regMrIova2 = capturing(verbs_h.ibv_reg_mr_iova2$address(), verbs_h.ibv_reg_mr_iova2$descriptor());
         regDmabufMr = capturing(verbs_h.ibv_reg_dmabuf_mr$address(), verbs_h.ibv_reg_dmabuf_mr$descriptor());
-        createCompChannel = capturing(verbs_h.ibv_create_comp_channel$address(),
-                verbs_h.ibv_create_comp_channel$descriptor());
         createCq = capturing(verbs_h.ibv_create_cq$address(), verbs_h.ibv_create_cq$descriptor());
         createQp = capturing(verbs_h.ibv_create_qp$address(), verbs_h.ibv_create_qp$descriptor());
-        getCqEvent = capturing(verbs_h.ibv_get_cq_event$address(), verbs_h.ibv_get_cq_event$descriptor());
-        getAsyncEvent = capturing(verbs_h.ibv_get_async_event$address(), verbs_h.ibv_get_async_event$descriptor());
         queryGidTable = capturing(verbs_h._ibv_query_gid_table$address(), verbs_h._ibv_query_gid_table$descriptor());
     }
 
@@ -293,42 +286,16 @@ public final class Verbs {
         return verbs_h.ibv_dereg_mr(mr);
     }
 
-    // ---------------------------------------------------------------- CQ and completion channel
+    // ---------------------------------------------------------------- CQ
 
-    public MemorySegment createCompChannel(MemorySegment context, String device) {
-        return pointerCall(createCompChannel, "ibv_create_comp_channel", device, context)
-                .reinterpret(io.jmesh.verbs.ffi.ibv_comp_channel.sizeof());
-    }
-
-    public int destroyCompChannel(MemorySegment channel) {
-        return verbs_h.ibv_destroy_comp_channel(channel);
-    }
-
-    /** {@code ibv_create_cq}; channel may be {@code MemorySegment.NULL} for a polled-only CQ. */
-    public MemorySegment createCq(MemorySegment context, int entries, MemorySegment channel, int vector, String device) {
-        return pointerCall(createCq, "ibv_create_cq", device, context, entries, MemorySegment.NULL, channel, vector)
-                .reinterpret(io.jmesh.verbs.ffi.ibv_cq.sizeof());
+    /** {@code ibv_create_cq} without a completion channel: jmesh polls its CQs and never waits on an event. */
+    public MemorySegment createCq(MemorySegment context, int entries, String device) {
+        return pointerCall(createCq, "ibv_create_cq", device, context, entries, MemorySegment.NULL, MemorySegment.NULL,
+                0).reinterpret(io.jmesh.verbs.ffi.ibv_cq.sizeof());
     }
 
     public int destroyCq(MemorySegment cq) {
         return verbs_h.ibv_destroy_cq(cq);
-    }
-
-    /**
-     * {@code ibv_get_cq_event}: blocks until the channel has an event (or returns at once for a non-blocking fd).
-     *
-     * @return 0, or the errno (EAGAIN when a non-blocking channel has no event)
-     */
-    public int getCqEvent(MemorySegment channel, MemorySegment cqOut, MemorySegment contextOut) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment capture = arena.allocate(Errno.CAPTURE_LAYOUT);
-            int rc = (int) call(getCqEvent, capture, channel, cqOut, contextOut);
-            return rc == 0 ? 0 : Errno.read(capture);
-        }
-    }
-
-    public void ackCqEvents(MemorySegment cq, int count) {
-        verbs_h.ibv_ack_cq_events(cq, count);
     }
 
     // ---------------------------------------------------------------- QP
@@ -343,33 +310,11 @@ public final class Verbs {
         return verbs_h.ibv_modify_qp(qp, attr, mask);
     }
 
-    /** {@code ibv_query_qp}; returns 0 or the errno. */
-    public int queryQp(MemorySegment qp, MemorySegment attr, int mask, MemorySegment initAttr) {
-        return verbs_h.ibv_query_qp(qp, attr, mask, initAttr);
-    }
-
     public int destroyQp(MemorySegment qp) {
         return verbs_h.ibv_destroy_qp(qp);
     }
 
-    // ---------------------------------------------------------------- async events and strings
-
-    /** {@code ibv_get_async_event}; returns 0 or the errno (EAGAIN for a non-blocking async fd with no event). */
-    public int getAsyncEvent(MemorySegment context, MemorySegment event) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment capture = arena.allocate(Errno.CAPTURE_LAYOUT);
-            int rc = (int) call(getAsyncEvent, capture, context, event);
-            return rc == 0 ? 0 : Errno.read(capture);
-        }
-    }
-
-    public void ackAsyncEvent(MemorySegment event) {
-        verbs_h.ibv_ack_async_event(event);
-    }
-
-    public String eventTypeString(int type) {
-        return verbs_h.ibv_event_type_str(type).getString(0);
-    }
+    // ---------------------------------------------------------------- strings
 
     public String wcStatusString(int status) {
         return verbs_h.ibv_wc_status_str(status).getString(0);

@@ -1,5 +1,6 @@
 package io.jmesh.verbs;
 
+import io.jmesh.testbed.TestbedEnv;
 import io.jmesh.verbs.ffi.ibv_ah_attr;
 import io.jmesh.verbs.ffi.ibv_gid_entry;
 import io.jmesh.verbs.ffi.ibv_global_route;
@@ -177,7 +178,7 @@ class RxeSmokeTest {
             ctx = verbs.openDevice(device, name);
             ops = DataPath.of(ctx);
             pd = verbs.allocPd(ctx, name);
-            cq = verbs.createCq(ctx, 64, MemorySegment.NULL, 0, name);
+            cq = verbs.createCq(ctx, 64, name);
             MemorySegment init = ibv_qp_init_attr.allocate(arena);
             ibv_qp_init_attr.send_cq(init, cq);
             ibv_qp_init_attr.recv_cq(init, cq);

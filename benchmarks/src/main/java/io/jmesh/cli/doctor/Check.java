@@ -7,11 +7,11 @@ import java.util.Objects;
  *
  * @param status what the check found
  * @param title  what was checked and the finding, one line
- * @param fix    what to do, for WARN and FAIL; null for OK and SKIP
+ * @param fix    what to do, for WARN and FAIL; null for OK
  */
 public record Check(Status status, String title, String fix) {
-    /** Worst first: FAIL, WARN, SKIP, OK. */
-    public enum Status { OK, SKIP, WARN, FAIL }
+    /** In order of severity: OK, WARN, FAIL. */
+    public enum Status { OK, WARN, FAIL }
 
     public Check {
         Objects.requireNonNull(status, "status");
@@ -33,15 +33,10 @@ public record Check(Status status, String title, String fix) {
         return new Check(Status.FAIL, title, fix);
     }
 
-    public static Check skip(String title) {
-        return new Check(Status.SKIP, title, null);
-    }
-
     /** {@code [ OK ] title} and, for a problem, an indented {@code fix:} line. */
     public String render() {
         String tag = switch (status) {
             case OK -> "[ OK ]";
-            case SKIP -> "[SKIP]";
             case WARN -> "[WARN]";
             case FAIL -> "[FAIL]";
         };

@@ -142,10 +142,6 @@ public final class HandshakeAgent implements AutoCloseable {
         return shared;
     }
 
-    public HandshakeSettings settings() {
-        return settings;
-    }
-
     /** Connections dropped for misbehaving (bad frames, wrong secret, deadline, over the cap), since start. */
     public long droppedConnections() {
         return dropped.get();

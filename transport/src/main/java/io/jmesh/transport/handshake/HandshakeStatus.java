@@ -12,9 +12,5 @@ public enum HandshakeStatus {
     /** Both sides have applied each other's payload; the connection can be used. */
     COMPLETE,
     /** Failed for good; {@code failure()} says why and what to do. */
-    FAILED;
-
-    public boolean isTerminal() {
-        return this == COMPLETE || this == FAILED;
-    }
+    FAILED
 }

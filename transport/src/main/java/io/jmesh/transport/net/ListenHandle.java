@@ -1,7 +1,5 @@
 package io.jmesh.transport.net;
 
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
@@ -162,17 +160,6 @@ public final class ListenHandle {
         return out;
     }
 
-    /** Writes the binary form at the start of {@code target} (NCCL's handle buffer); returns the bytes written. */
-    public int encodeTo(MemorySegment target) {
-        byte[] bytes = encode();
-        if (target.byteSize() < bytes.length) {
-            throw new IllegalArgumentException("handle buffer of " + target.byteSize() + " bytes is too small for "
-                    + bytes.length);
-        }
-        MemorySegment.copy(bytes, 0, target, ValueLayout.JAVA_BYTE, 0, bytes.length);
-        return bytes.length;
-    }
-
     private void encodeTo(ByteBuffer b) {
         b.order(ByteOrder.BIG_ENDIAN);
         b.putInt(MAGIC_OFFSET, MAGIC);
@@ -191,14 +178,6 @@ public final class ListenHandle {
             b.put(at + ENTRY_ADDRESS_OFFSET, ip);
             at += entryLength(ip.length == 16);
         }
-    }
-
-    /** Decodes a handle from NCCL's buffer; reads at most {@value #MAX_BYTES} bytes. */
-    public static ListenHandle decode(MemorySegment source) {
-        int n = (int) Math.min(source.byteSize(), MAX_BYTES);
-        byte[] bytes = new byte[n];
-        MemorySegment.copy(source, ValueLayout.JAVA_BYTE, 0, bytes, 0, n);
-        return decode(bytes);
     }
 
     /**

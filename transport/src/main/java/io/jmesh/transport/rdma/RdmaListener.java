@@ -7,7 +7,6 @@ import io.jmesh.transport.core.ReceiveSlot;
 import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
-import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -35,11 +34,6 @@ public final class RdmaListener implements io.jmesh.api.Listener {
     RdmaListener(RdmaProvider provider, HandshakeListener listener) {
         this.provider = provider;
         this.listener = listener;
-    }
-
-    /** The handle to give connectors: every local address with its prefix, the ports, the secret. */
-    public ListenHandle listenHandle() {
-        return listener.handle();
     }
 
     @Override

@@ -149,10 +149,6 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
         return agent;
     }
 
-    QpOptions options() {
-        return options;
-    }
-
     int qpsPerConnection() {
         return qpsPerConnection;
     }

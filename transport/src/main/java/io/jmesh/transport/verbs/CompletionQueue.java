@@ -14,7 +14,6 @@ public final class CompletionQueue implements AutoCloseable {
     private final DeviceContext device;
     private final DataPath dataPath;
     private final MemorySegment cq;
-    private final int depth;
     private boolean closed;
 
     public CompletionQueue(DeviceContext device, int depth) {
@@ -23,17 +22,12 @@ public final class CompletionQueue implements AutoCloseable {
         }
         this.device = device;
         this.dataPath = device.dataPath();
-        this.depth = depth;
-        this.cq = device.verbs().createCq(device.handle(), depth, MemorySegment.NULL, 0, device.name());
+        this.cq = device.verbs().createCq(device.handle(), depth, device.name());
     }
 
     /** The {@code struct ibv_cq*}. */
     public MemorySegment handle() {
         return cq;
-    }
-
-    public int depth() {
-        return depth;
     }
 
     /**

@@ -76,8 +76,8 @@ public final class DeviceContext implements AutoCloseable {
         return dataPath;
     }
 
-    /** State, active MTU and link layer of a port, from the {@code ibv_query_port} macro. */
-    public record PortAttributes(int state, int activeIbvMtu, int linkLayer, int gidTableLength, long maxMessageSize) {
+    /** What a connection needs of a port, from the {@code ibv_query_port} macro. */
+    public record PortAttributes(int activeIbvMtu, long maxMessageSize) {
     }
 
     public PortAttributes port(int port) {
@@ -88,8 +88,7 @@ public final class DeviceContext implements AutoCloseable {
                 throw new VerbsException("ibv_query_port on " + name + " port " + port + " failed: "
                         + Errno.describe(rc), rc);
             }
-            return new PortAttributes(ibv_port_attr.state(attr), ibv_port_attr.active_mtu(attr),
-                    Byte.toUnsignedInt(ibv_port_attr.link_layer(attr)), ibv_port_attr.gid_tbl_len(attr),
+            return new PortAttributes(ibv_port_attr.active_mtu(attr),
                     Integer.toUnsignedLong(ibv_port_attr.max_msg_sz(attr)));
         }
     }

@@ -50,29 +50,12 @@ public final class MemoryRegion implements AutoCloseable {
         return new MemoryRegion(pd, mr, iova, length);
     }
 
-    public long address() {
-        return address;
-    }
-
-    public long length() {
-        return length;
-    }
-
     public int lkey() {
         return lkey;
     }
 
     public int rkey() {
         return rkey;
-    }
-
-    /** True when [addr, addr + len) lies inside this region. */
-    public boolean covers(long addr, long len) {
-        return addr >= address && len >= 0 && addr + len <= address + length;
-    }
-
-    public ProtectionDomain pd() {
-        return pd;
     }
 
     @Override

@@ -25,13 +25,4 @@ public record QpOptions(int maxSendWr, int maxRecvWr, int maxSendSge, int maxRec
         return new QpOptions(256, 256, 1, 1, 0, config.ibTimeout(), config.ibRetryCount(), config.ibRnrRetry(),
                 config.ibServiceLevel(), config.ibTrafficClass(), 64);
     }
-
-    public static QpOptions defaults() {
-        return new QpOptions(256, 256, 1, 1, 0, 20, 7, 7, 0, 0, 64);
-    }
-
-    public QpOptions withDepths(int sendWr, int recvWr) {
-        return new QpOptions(sendWr, recvWr, maxSendSge, maxRecvSge, maxInline, timeout, retryCount, rnrRetry,
-                serviceLevel, trafficClass, hopLimit);
-    }
 }

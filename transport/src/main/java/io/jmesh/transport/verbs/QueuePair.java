@@ -21,7 +21,7 @@ import java.security.SecureRandom;
  * timeout, retry and RNR retry.
  *
  * <pre>{@code
- * QueuePair qp = new QueuePair(pd, cq, cq, QpOptions.defaults());
+ * QueuePair qp = new QueuePair(pd, cq, cq, QpOptions.from(config));
  * qp.toInit(1);
  * QpEndpoint mine = qp.endpoint(gid, dev.port(1).activeIbvMtu());   // send to the peer
  * qp.toRtr(1, gidIndex, peerEndpoint);                                // from the peer
@@ -36,7 +36,6 @@ public final class QueuePair implements AutoCloseable {
     private final MemorySegment qp;
     private final int qpn;
     private final int psn = RANDOM.nextInt(1 << 24);
-    private int pathIbvMtu;
     private QpState state = QpState.RESET;
     private boolean closed;
 
@@ -63,23 +62,6 @@ public final class QueuePair implements AutoCloseable {
     /** The {@code struct ibv_qp*}. */
     public MemorySegment handle() {
         return qp;
-    }
-
-    public int qpn() {
-        return qpn;
-    }
-
-    public int psn() {
-        return psn;
-    }
-
-    public QpState state() {
-        return state;
-    }
-
-    /** The negotiated path MTU as {@code enum ibv_mtu}, after {@link #toRtr}. */
-    public int pathIbvMtu() {
-        return pathIbvMtu;
     }
 
     /** What the peer needs to connect to this queue pair. */
@@ -126,7 +108,7 @@ public final class QueuePair implements AutoCloseable {
      */
     public void toRtr(int port, int gidIndex, QpEndpoint remote) {
         int localMtu = pd.device().port(port).activeIbvMtu();
-        pathIbvMtu = QpEndpoint.pathMtu(localMtu, remote.ibvMtu());
+        int pathIbvMtu = QpEndpoint.pathMtu(localMtu, remote.ibvMtu());
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment a = ibv_qp_attr.allocate(arena);
             ibv_qp_attr.path_mtu(a, pathIbvMtu);
@@ -159,13 +141,6 @@ public final class QueuePair implements AutoCloseable {
             ibv_qp_attr.max_rd_atomic(a, (byte) 16);
             modify(QpState.RTS, a, verbs_h.IBV_QP_TIMEOUT() | verbs_h.IBV_QP_RETRY_CNT() | verbs_h.IBV_QP_RNR_RETRY()
                     | verbs_h.IBV_QP_SQ_PSN() | verbs_h.IBV_QP_MAX_QP_RD_ATOMIC());
-        }
-    }
-
-    /** Any state → ERROR: outstanding requests complete with a flush error, so their buffers can be reclaimed. */
-    public void toError() {
-        try (Arena arena = Arena.ofConfined()) {
-            modify(QpState.ERROR, ibv_qp_attr.allocate(arena), 0);
         }
     }
 

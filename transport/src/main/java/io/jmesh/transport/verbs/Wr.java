@@ -59,9 +59,7 @@ public final class Wr {
     static final long C_WR_ID = ibv_wc.wr_id$offset();
     static final long C_STATUS = ibv_wc.status$offset();
     static final long C_OPCODE = ibv_wc.opcode$offset();
-    static final long C_BYTE_LEN = ibv_wc.byte_len$offset();
     static final long C_IMM_DATA = ibv_wc.imm_data$offset();
-    static final long C_QP_NUM = ibv_wc.qp_num$offset();
 
     /** Fills one send WR; {@code next} may be NULL. imm is in host order and written big-endian, as C's __be32. */
     public static void send(MemorySegment wr, long wrId, MemorySegment next, MemorySegment sge, int numSge, int opcode,
@@ -108,16 +106,8 @@ public final class Wr {
         return wcArray.get(JAVA_INT_UNALIGNED, i * WC_SIZE + C_OPCODE);
     }
 
-    public static int wcByteLen(MemorySegment wcArray, int i) {
-        return wcArray.get(JAVA_INT_UNALIGNED, i * WC_SIZE + C_BYTE_LEN);
-    }
-
     /** The immediate in host order. */
     public static int wcImm(MemorySegment wcArray, int i) {
         return Integer.reverseBytes(wcArray.get(JAVA_INT_UNALIGNED, i * WC_SIZE + C_IMM_DATA));
-    }
-
-    public static int wcQpNum(MemorySegment wcArray, int i) {
-        return wcArray.get(JAVA_INT_UNALIGNED, i * WC_SIZE + C_QP_NUM);
     }
 }

@@ -1,8 +1,8 @@
 package io.jmesh.transport.discovery;
 
+import io.jmesh.testbed.TestbedEnv;
 import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.testbed.TestbedEnv;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 

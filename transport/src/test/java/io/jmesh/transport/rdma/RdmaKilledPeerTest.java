@@ -4,8 +4,8 @@ import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
+import io.jmesh.testbed.TestbedEnv;
 import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.testbed.TestbedEnv;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 

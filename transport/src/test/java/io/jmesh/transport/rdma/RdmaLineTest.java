@@ -7,11 +7,11 @@ import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
+import io.jmesh.testbed.TestbedEnv;
 import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.NoRouteException;
-import io.jmesh.transport.testbed.TestbedEnv;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 

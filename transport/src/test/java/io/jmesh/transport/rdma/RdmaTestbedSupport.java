@@ -3,9 +3,9 @@ package io.jmesh.transport.rdma;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
+import io.jmesh.testbed.TestbedEnv;
 import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.testbed.TestbedEnv;
 
 import java.io.File;
 import java.lang.foreign.MemorySegment;

@@ -88,7 +88,7 @@ class TcpProviderTest {
         assertEquals(List.of(IpPrefix.parse("127.0.101.2/24"), IpPrefix.parse("127.0.100.2/24")),
                 a.links().stream().map(l -> l.prefix()).toList());
         TcpListener l = a.listen();
-        ListenHandle h = ListenHandle.decode(MemorySegment.ofArray(l.handle()));
+        ListenHandle h = ListenHandle.decode(l.handle());
         assertTrue(h.isTcpProvider(), "a TCP listener's handle carries the TCP flag");
         assertEquals(2, h.addresses().size());
         assertTrue(l.handleText().startsWith("jmesh1/01:"), l.handleText());

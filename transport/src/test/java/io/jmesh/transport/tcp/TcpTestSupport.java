@@ -56,7 +56,7 @@ final class TcpTestSupport {
     }
 
     static Pair connect(TcpProvider from, TcpListener to) throws Exception {
-        TcpConnect c = from.connect(ListenHandle.decode(MemorySegment.ofArray(to.handle())));
+        TcpConnect c = from.connect(ListenHandle.decode(to.handle()));
         CoreSender[] s = new CoreSender[1];
         CoreReceiver[] r = new CoreReceiver[1];
         await("connect " + c.route(), () -> {
