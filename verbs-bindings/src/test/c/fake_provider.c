@@ -66,6 +66,11 @@ static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
     return k;
 }
 
+static int fake_req_notify_cq(struct ibv_cq *cq, int solicited_only) {
+    note("req_notify_cq cqe=%d solicited=%d\n", cq->cqe, solicited_only);
+    return 0;
+}
+
 static int fake_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr, size_t len) {
     (void) ctx;
     note("query_port port=%u len=%zu\n", port, len);
@@ -86,6 +91,7 @@ struct ibv_context *fake_context(void) {
     v->context.ops.post_send = fake_post_send;
     v->context.ops.post_recv = fake_post_recv;
     v->context.ops.poll_cq = fake_poll_cq;
+    v->context.ops.req_notify_cq = fake_req_notify_cq;
     return &v->context;
 }
 
@@ -99,4 +105,5 @@ struct ibv_context *fake_context_without_post_send(void) {
 int c_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad) { return ibv_post_send(qp, wr, bad); }
 int c_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad) { return ibv_post_recv(qp, wr, bad); }
 int c_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) { return ibv_poll_cq(cq, n, wc); }
+int c_req_notify_cq(struct ibv_cq *cq, int solicited) { return ibv_req_notify_cq(cq, solicited); }
 int c_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr) { return ibv_query_port(ctx, port, attr); }

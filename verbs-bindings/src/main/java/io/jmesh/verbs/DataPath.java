@@ -12,8 +12,8 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
- * The three static-inline verbs of the data path, which jextract cannot bind: {@code ibv_post_send},
- * {@code ibv_post_recv} and {@code ibv_poll_cq}. In C each one loads a function pointer from
+ * The four static-inline verbs of the data path, which jextract cannot bind: {@code ibv_post_send},
+ * {@code ibv_post_recv}, {@code ibv_poll_cq} and {@code ibv_req_notify_cq}. In C each one loads a function pointer from
  * {@code ctx->ops} and calls it; here the pointers are read once per device context, when the {@code DataPath} is
  * made, and each call goes through one {@code static final} address-taking downcall handle, which the JIT inlines.
  *
@@ -35,15 +35,20 @@ public final class DataPath {
     // int (*poll_cq)(struct ibv_cq *, int num_entries, struct ibv_wc *)
     private static final MethodHandle POLL_CQ = LINKER.downcallHandle(
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS), Linker.Option.critical(false));
+    // int (*req_notify_cq)(struct ibv_cq *, int solicited_only)
+    private static final MethodHandle REQ_NOTIFY_CQ = LINKER.downcallHandle(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), Linker.Option.critical(false));
 
     private final MemorySegment postSend;
     private final MemorySegment postRecv;
     private final MemorySegment pollCq;
+    private final MemorySegment reqNotifyCq;
 
-    private DataPath(MemorySegment postSend, MemorySegment postRecv, MemorySegment pollCq) {
+    private DataPath(MemorySegment postSend, MemorySegment postRecv, MemorySegment pollCq, MemorySegment reqNotifyCq) {
         this.postSend = postSend;
         this.postRecv = postRecv;
         this.pollCq = pollCq;
+        this.reqNotifyCq = reqNotifyCq;
     }
 
     /**
@@ -56,7 +61,8 @@ public final class DataPath {
         return new DataPath(
                 required(ibv_context_ops.post_send(ops), "post_send"),
                 required(ibv_context_ops.post_recv(ops), "post_recv"),
-                required(ibv_context_ops.poll_cq(ops), "poll_cq"));
+                required(ibv_context_ops.poll_cq(ops), "poll_cq"),
+                required(ibv_context_ops.req_notify_cq(ops), "req_notify_cq"));
     }
 
     private static MemorySegment required(MemorySegment fn, String name) {
@@ -89,6 +95,15 @@ public final class DataPath {
     public int pollCq(MemorySegment cq, int max, MemorySegment wc) {
         try {
             return (int) POLL_CQ.invokeExact(pollCq, cq, max, wc);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code ibv_req_notify_cq}: 0, or an errno value. */
+    public int reqNotifyCq(MemorySegment cq, boolean solicitedOnly) {
+        try {
+            return (int) REQ_NOTIFY_CQ.invokeExact(reqNotifyCq, cq, solicitedOnly ? 1 : 0);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -196,6 +196,18 @@ class InlineVerbsTest {
     }
 
     @Test
+    void reqNotifyCqReachesTheProvider() throws Throwable {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment cq = cq(a);
+            takeLog();
+            assertEquals(0, DataPath.of(context).reqNotifyCq(cq, true));
+            assertEquals(0, (int) fn("c_req_notify_cq", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT))
+                    .invokeExact(cq, 1));
+            assertEquals("req_notify_cq cqe=256 solicited=1\nreq_notify_cq cqe=256 solicited=1\n", takeLog());
+        }
+    }
+
+    @Test
     void queryPortTakesTheVerbsContextPathWithTheFullStruct() throws Throwable {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment fromJava = ibv_port_attr.allocate(a);
