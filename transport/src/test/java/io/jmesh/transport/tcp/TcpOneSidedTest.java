@@ -1,5 +1,6 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Registration;
 import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Status;
@@ -52,9 +53,7 @@ class TcpOneSidedTest {
 
     @AfterEach
     void tearDown() throws Exception {
-        for (int i = cleanup.size() - 1; i >= 0; i--) {
-            cleanup.get(i).close();
-        }
+        CloseHelper.closeAll(cleanup.reversed());
         arena.close();
     }
 

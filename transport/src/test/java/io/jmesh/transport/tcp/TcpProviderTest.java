@@ -1,5 +1,6 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
@@ -61,9 +62,7 @@ class TcpProviderTest {
 
     @AfterEach
     void tearDown() throws Exception {
-        for (int i = cleanup.size() - 1; i >= 0; i--) {
-            cleanup.get(i).close();
-        }
+        CloseHelper.closeAll(cleanup.reversed());
         arena.close();
     }
 

@@ -1,5 +1,6 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import org.junit.jupiter.api.AfterEach;
@@ -34,9 +35,7 @@ class TcpWireTest {
 
     @AfterEach
     void tearDown() throws Exception {
-        for (int i = cleanup.size() - 1; i >= 0; i--) {
-            cleanup.get(i).close();
-        }
+        CloseHelper.closeAll(cleanup.reversed());
     }
 
     @Test
