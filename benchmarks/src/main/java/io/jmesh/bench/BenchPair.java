@@ -1,8 +1,11 @@
 package io.jmesh.bench;
 
-import io.jmesh.api.Connector;
+import io.jmesh.api.CloseHelper;
+import io.jmesh.api.Connections;
 import io.jmesh.api.Fabric;
+import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
+import io.jmesh.api.PeerConnections;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
@@ -12,6 +15,7 @@ import io.jmesh.transport.net.NoRouteException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -59,44 +63,20 @@ final class BenchPair implements AutoCloseable {
             open.add(la);
             Listener lb = b.listen();
             open.add(lb);
-            Connector cab = a.connect(lb.handle());
-            open.add(cab);
-            Connector cba = b.connect(la.handle());
-            open.add(cba);
-            Sender sab = null;
-            Sender sba = null;
-            Receiver rab = null;
-            Receiver rba = null;
-            long deadline = System.nanoTime() + PATIENCE_NS;
-            while (sab == null || sba == null || rab == null || rba == null) {
-                if (sab == null) {
-                    sab = cab.poll();
-                }
-                if (sba == null) {
-                    sba = cba.poll();
-                }
-                if (rab == null) {
-                    rab = lb.accept();
-                }
-                if (rba == null) {
-                    rba = la.accept();
-                }
-                if (System.nanoTime() - deadline > 0) {
-                    throw new IllegalStateException("the benchmark's connections did not complete within 60 s ("
-                            + cab.route() + ", " + cba.route() + ")");
-                }
-                Thread.onSpinWait();
-            }
-            ab = sab;
-            ba = sba;
-            abIn = rab;
-            baIn = rba;
-            open.add(ab);
-            open.add(ba);
-            open.add(abIn);
-            open.add(baIn);
+            PeerConnections<String> nodeA = PeerConnections.start(a, la, Map.of("B", lb.handle()));
+            open.add(nodeA);
+            PeerConnections<String> nodeB = PeerConnections.start(b, lb, Map.of("A", la.handle()));
+            open.add(nodeB);
+            Connections.awaitAll(Duration.ofNanos(PATIENCE_NS), IdleStrategy.controlPlane(), List.of(nodeA, nodeB));
+            ab = nodeA.sender("B");
+            abIn = nodeB.receiver("A");
+            ba = nodeB.sender("A");
+            baIn = nodeA.receiver("B");
         } catch (Exception | Error e) {
-            close();
+            Throwable t = CloseHelper.closeAllCatching(closing());
+            if (t != null) {
+                e.addSuppressed(t);
+            }
             throw e;
         }
     }
@@ -124,15 +104,15 @@ final class BenchPair implements AutoCloseable {
         return new IllegalStateException(what + " made no progress for 60 s (a hang)");
     }
 
+    /** What the pair holds, connections first, the memory last. */
+    private List<AutoCloseable> closing() {
+        List<AutoCloseable> all = new ArrayList<>(open.reversed());
+        all.add(arena);
+        return all;
+    }
+
     @Override
     public void close() {
-        for (int i = open.size() - 1; i >= 0; i--) {
-            try {
-                open.get(i).close();
-            } catch (Exception ignored) {
-                // keep closing: the others must not leak
-            }
-        }
-        arena.close();
+        CloseHelper.closeAll(closing());
     }
 }

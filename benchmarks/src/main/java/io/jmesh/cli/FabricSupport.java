@@ -1,10 +1,6 @@
 package io.jmesh.cli;
 
-import io.jmesh.api.Connector;
 import io.jmesh.api.Fabric;
-import io.jmesh.api.Listener;
-import io.jmesh.api.Receiver;
-import io.jmesh.api.Sender;
 import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.discovery.Discovery;
 import io.jmesh.transport.discovery.DiscoveryResult;
@@ -15,13 +11,11 @@ import io.jmesh.transport.net.ListenAddress;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
 
-import java.io.IOException;
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-/** What the commands share: the configuration with command-line overrides, device choice, bounded waits. */
+/** What the commands share: the configuration with command-line overrides, device choice, discovery. */
 public final class FabricSupport {
     private FabricSupport() {
     }
@@ -89,86 +83,6 @@ public final class FabricSupport {
                     + "provider every link is device 'tcp')");
         }
         return mine;
-    }
-
-    /** Polls a connector until it yields its sender, at most {@code timeout}. */
-    public static Sender awaitSender(Connector c, Duration timeout) throws IOException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        long spins = 0;
-        while (true) {
-            Sender s = c.poll();
-            if (s != null) {
-                return s;
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new IOException("connect over " + c.route() + " did not complete within " + timeout.toSeconds()
-                        + " s: the peer does not answer on that subnet (run 'jmesh doctor' on both nodes)");
-            }
-            pause(++spins);
-        }
-    }
-
-    /** A connection made inside one process: the sender and the receiver it was accepted as. */
-    public record Both(Sender sender, Receiver receiver) {
-    }
-
-    /**
-     * Connects to a listener of this same process: polls the connector and the listener's accept together, as the
-     * handshake needs both ends to make progress.
-     */
-    public static Both connectLocally(Connector c, Listener l, Duration timeout) throws IOException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        Sender s = null;
-        Receiver r = null;
-        long spins = 0;
-        while (s == null || r == null) {
-            if (s == null) {
-                s = c.poll();
-            }
-            if (r == null) {
-                r = l.accept();
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new IOException("connect over " + c.route() + " did not complete within " + timeout.toSeconds()
-                        + " s");
-            }
-            if (s == null || r == null) {
-                pause(++spins);
-            }
-        }
-        return new Both(s, r);
-    }
-
-    /** Polls a listener until a connection arrives, at most {@code timeout}. */
-    public static Receiver awaitReceiver(Listener l, Duration timeout) throws IOException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        long spins = 0;
-        while (true) {
-            Receiver r = l.accept();
-            if (r != null) {
-                return r;
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new IOException("no connection arrived within " + timeout.toSeconds() + " s: the peer could "
-                        + "not reach any address of " + l.handleText() + " (run 'jmesh doctor' on both nodes)");
-            }
-            pause(++spins);
-        }
-    }
-
-    /** Spin briefly, then yield, then sleep: control-path waits need not burn a core. */
-    public static void pause(long spins) {
-        if (spins < 1_000) {
-            Thread.onSpinWait();
-        } else if (spins < 10_000) {
-            Thread.yield();
-        } else {
-            try {
-                Thread.sleep(1);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
     }
 
     /** The port behind a local address (for MTU and rate), or null (TCP, or not found). */

@@ -1,8 +1,10 @@
 package io.jmesh.examples;
 
-import io.jmesh.api.Connector;
+import io.jmesh.api.Connections;
 import io.jmesh.api.Fabric;
+import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
+import io.jmesh.api.PeerConnections;
 import io.jmesh.api.Progress;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
@@ -15,7 +17,9 @@ import io.jmesh.verbs.VerbsUnavailableException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
@@ -41,7 +45,8 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  */
 public final class HelloMesh {
     /** Bounds every wait; only turns a hang into a clear failure. */
-    private static final long PATIENCE_NANOS = TimeUnit.SECONDS.toNanos(30);
+    private static final Duration PATIENCE = Duration.ofSeconds(30);
+    private static final long PATIENCE_NANOS = PATIENCE.toNanos();
     private static final int SIZE = 4 << 20;
 
     private final PrintStream out;
@@ -147,30 +152,14 @@ public final class HelloMesh {
              Listener aListens = a.listen()) {
             out.println("3. B listens: its handle is " + bListens.handle().length + " bytes ("
                     + bListens.handleText().substring(0, 12) + "...); A listens too");
-            Connector toB = a.connect(bListens.handle());
-            Connector toA = b.connect(aListens.handle());
-            Sender aToB = null;
-            Receiver bFromA = null;
-            Sender bToA = null;
-            Receiver aFromB = null;
-            long end = System.nanoTime() + PATIENCE_NANOS;
-            try {
-                while (aToB == null || bFromA == null || bToA == null || aFromB == null) {
-                    aToB = aToB != null ? aToB : toB.poll();       // throws, naming the cause, if the connect fails
-                    bFromA = bFromA != null ? bFromA : bListens.accept();
-                    bToA = bToA != null ? bToA : toA.poll();
-                    aFromB = aFromB != null ? aFromB : aListens.accept();
-                    patience(end, "connecting");
-                }
-                out.println("   A -> B over " + toB.route() + "; B -> A over " + toA.route());
-                steps(aMem, bMem, aReg, bReg, aToB, bFromA, bToA, aFromB);
-            } finally {
-                for (AutoCloseable c : new AutoCloseable[] {aToB, bFromA, bToA, aFromB, toB, toA}) {
-                    if (c != null) {
-                        c.close();
-                    }
-                }
-            }
+            // each node connects to the other and accepts its connection; both wait together (one thread)
+            try (PeerConnections<String> aNode = PeerConnections.start(a, aListens, Map.of("B", bListens.handle()));
+                 PeerConnections<String> bNode = PeerConnections.start(b, bListens, Map.of("A", aListens.handle()))) {
+                Connections.awaitAll(PATIENCE, IdleStrategy.controlPlane(), List.of(aNode, bNode));
+                out.println("   A -> B over " + aNode.route("B") + "; B -> A over " + bNode.route("A"));
+                steps(aMem, bMem, aReg, bReg, aNode.sender("B"), bNode.receiver("A"), bNode.sender("A"),
+                        aNode.receiver("B"));
+            }                                                  // closes the connections of both nodes
         }
         out.println("7. closed the connections, then the listeners");
     }

@@ -1,5 +1,6 @@
 package io.jmesh.nccl;
 
+import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Connector;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.Listener;
@@ -176,24 +177,24 @@ public final class NcclPlugin {
             LOG.info("closing what NCCL left open: {} connect(s) in progress, {} comm(s), {} listener(s), {} "
                     + "registration(s)", pending.size(), comms.size(), listeners.size(), registrations.size());
         }
+        List<AutoCloseable> all = new ArrayList<>();
         for (PendingConnect p : pending.values()) {
-            quietly(p.connector()::close);
+            all.add(p.connector());
         }
         pending.clear();
         for (Comm c : comms.drain()) {
-            quietly(c::close);
+            all.add(c::close);
         }
-        for (Listener l : listeners.drain()) {
-            quietly(l::close);
-        }
+        all.addAll(listeners.drain());
         for (MemHandle m : registrations.drain()) {
-            quietly(m.registration::close);
+            all.add(m.registration);
         }
+        CloseHelper.closeAll(NcclPlugin::closeFailed, all);
         if (fabric != null) {
             Fabric f = fabric;
             fabric = null;
             devices = List.of();
-            quietly(f::close);
+            CloseHelper.closeAll(NcclPlugin::closeFailed, f);
             LOG.info(NcclLogAppender.INIT, "jmesh NCCL plugin: last context finalized, transport closed");
         }
     }
@@ -204,12 +205,8 @@ public final class NcclPlugin {
         strings.close();
     }
 
-    private static void quietly(Runnable r) {
-        try {
-            r.run();
-        } catch (Throwable t) {
-            LOG.warn("jmesh: closing failed: {}", t.toString());
-        }
+    private static void closeFailed(Throwable t) {
+        LOG.warn("jmesh: closing failed: {}", t.toString());
     }
 
     // ---- listen, connect, accept ----------------------------------------------------------------------------------
@@ -265,7 +262,7 @@ public final class NcclPlugin {
             if (key != null) {
                 PendingConnect p = pending.remove(key);
                 if (p != null) {
-                    quietly(p.connector()::close);
+                    CloseHelper.closeAll(NcclPlugin::closeFailed, p.connector());
                 }
             }
             return fail("connect", t, Nccl.REMOTE_ERROR);

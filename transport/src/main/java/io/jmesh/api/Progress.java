@@ -52,6 +52,8 @@ public final class Progress implements AutoCloseable {
     private static final int YIELDS = 10;
     private static final long MIN_PARK_NANOS = 1_000;
     private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** While requests are pending a completion may come any moment: parks stay short. */
+    private static final long MAX_PARK_NANOS_BUSY = MAX_PARK_NANOS / 20;
 
     private enum Kind { SEND, RECV, WRITE, READ, FLUSH, SERVE }
 
@@ -112,6 +114,12 @@ public final class Progress implements AutoCloseable {
     private final List<Op> finished = new ArrayList<>();
     private final List<Object> blocked = new ArrayList<>();
     private final Thread thread;
+    /**
+     * Idle with requests pending, and without. Whether any are pending changes only in a duty cycle that did work,
+     * which resets both, so an idle stretch uses one of them throughout. Touched by the agent thread only.
+     */
+    private final IdleStrategy idleBusy = new BackoffIdleStrategy(SPINS, YIELDS, MIN_PARK_NANOS, MAX_PARK_NANOS_BUSY);
+    private final IdleStrategy idleQuiet = new BackoffIdleStrategy(SPINS, YIELDS, MIN_PARK_NANOS, MAX_PARK_NANOS);
     private volatile boolean closed;
 
     private Progress(String name) {
@@ -213,14 +221,16 @@ public final class Progress implements AutoCloseable {
     }
 
     private void run() {
-        int idle = 0;
         try {
             while (!closed) {
                 int work = doWork();
                 if (work > 0) {
-                    idle = 0;
+                    idleBusy.reset();
+                    idleQuiet.reset();
+                } else if (!inFlight.isEmpty() || !waiting.isEmpty() || !served.isEmpty()) {
+                    idleBusy.idle();
                 } else {
-                    idle(idle++, !inFlight.isEmpty() || !waiting.isEmpty() || !served.isEmpty());
+                    idleQuiet.idle();
                 }
             }
         } catch (Throwable t) {
@@ -228,19 +238,6 @@ public final class Progress implements AutoCloseable {
             closed = true;
         } finally {
             failAll("the progress agent was closed before the operation completed");
-        }
-    }
-
-    /** Spins, then yields, then parks, doubling up to 1 ms (50 µs while requests are pending). */
-    private static void idle(int count, boolean busy) {
-        if (count < SPINS) {
-            Thread.onSpinWait();
-        } else if (count < SPINS + YIELDS) {
-            Thread.yield();
-        } else {
-            int doublings = Math.min(count - SPINS - YIELDS, 20);
-            long max = busy ? MAX_PARK_NANOS / 20 : MAX_PARK_NANOS;
-            LockSupport.parkNanos(Math.min(max, MIN_PARK_NANOS << doublings));
         }
     }
 

@@ -87,9 +87,7 @@ class ProgressTest {
 
     @AfterEach
     void tearDown() throws Exception {
-        for (int i = cleanup.size() - 1; i >= 0; i--) {
-            cleanup.get(i).close();
-        }
+        CloseHelper.closeAll(cleanup.reversed());
         arena.close();
     }
 

@@ -1,14 +1,16 @@
 package io.jmesh.cli.demo;
 
-import io.jmesh.api.Connector;
+import io.jmesh.api.CloseHelper;
+import io.jmesh.api.Connections;
 import io.jmesh.api.Fabric;
+import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
+import io.jmesh.api.PeerConnections;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.cli.Args;
-import io.jmesh.cli.FabricSupport;
 import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.NoRouteException;
@@ -20,6 +22,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -132,10 +135,21 @@ public final class DemoCommand {
             out.println();
             out.println("[2/3] every node connects to both others; jmesh takes the local link that shares a subnet "
                     + "with the peer:");
-            Sender[][] senders = new Sender[n][n];
-            Receiver[][] receivers = new Receiver[n][n];
+            // all six connections at once: each node's connects need the others' accepts, so they progress together
+            List<PeerConnections<String>> nodes = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                Map<String, byte[]> peers = new LinkedHashMap<>();
+                for (int j = 0; j < n; j++) {
+                    if (j != i) {
+                        peers.put(NODES.get(j).name(), listeners[j].handle());
+                    }
+                }
+                PeerConnections<String> node = PeerConnections.start(fabrics[i], listeners[i], peers);
+                open.add(node);
+                nodes.add(node);
+            }
+            Connections.awaitAll(Duration.ofSeconds(30), IdleStrategy.controlPlane(), nodes);
             String[][] subnet = new String[n][n];
-            Duration patience = Duration.ofSeconds(30);
             for (int i = 0; i < n; i++) {
                 for (int j = 0; j < n; j++) {
                     if (i == j) {
@@ -143,17 +157,10 @@ public final class DemoCommand {
                     }
                     ListenHandle peer = ListenHandle.parse(listeners[j].handleText());
                     Route route = Why.route(fabrics[i].links(), peer);
-                    Connector c = fabrics[i].connect(listeners[j].handle());
-                    open.add(c);
-                    FabricSupport.Both both = FabricSupport.connectLocally(c, listeners[j], patience);
-                    senders[i][j] = both.sender();
-                    open.add(senders[i][j]);
-                    receivers[j][i] = both.receiver();
-                    open.add(receivers[j][i]);
                     subnet[i][j] = route.local().prefix().network().toString();
                     out.printf(Locale.ROOT, "  %s -> %s  %-42s because %s%n", NODES.get(i).name(),
-                            NODES.get(j).name(), c.route(), Why.explain(NODES.get(i).name(), fabrics[i].links(),
-                                    NODES.get(j).name(), peer, route));
+                            NODES.get(j).name(), nodes.get(i).route(NODES.get(j).name()), Why.explain(
+                                    NODES.get(i).name(), fabrics[i].links(), NODES.get(j).name(), peer, route));
                 }
             }
             out.println();
@@ -170,7 +177,8 @@ public final class DemoCommand {
                         continue;
                     }
                     for (long size : sizes) {
-                        Transfer t = Transfer.run(senders[i][j], src[i], receivers[j][i], dst[j], size,
+                        Transfer t = Transfer.run(nodes.get(i).sender(NODES.get(j).name()), src[i],
+                                nodes.get(j).receiver(NODES.get(i).name()), dst[j], size,
                                 (long) (seconds * 1e9), 31L * i + j + size);
                         rows++;
                         verified += t.verified() ? 1 : 0;
@@ -188,13 +196,7 @@ public final class DemoCommand {
                     + "'jmesh demo --softroce' for the same over real verbs.");
             return verified == rows ? 0 : 1;
         } finally {
-            for (int i = open.size() - 1; i >= 0; i--) {
-                try {
-                    open.get(i).close();
-                } catch (Exception e) {
-                    out.println("jmesh demo: closing " + open.get(i).getClass().getSimpleName() + " failed: " + e);
-                }
-            }
+            CloseHelper.closeAll(e -> out.println("jmesh demo: closing failed: " + e), open.reversed());
         }
     }
 

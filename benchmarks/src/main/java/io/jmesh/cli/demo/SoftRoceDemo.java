@@ -1,13 +1,15 @@
 package io.jmesh.cli.demo;
 
-import io.jmesh.api.Connector;
+import io.jmesh.api.CloseHelper;
+import io.jmesh.api.Connections;
 import io.jmesh.api.Fabric;
+import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
+import io.jmesh.api.PeerConnections;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.cli.FabricSupport;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.NoRouteException;
 import io.jmesh.transport.net.Route;
@@ -16,7 +18,6 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -28,7 +29,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 
 /**
  * 'jmesh demo --softroce': the triangle over real verbs, one Soft-RoCE testbed guest per node. The host side starts
@@ -99,62 +99,24 @@ final class SoftRoceDemo {
             open.add(listener);
             publish(shared, "demo-handle-" + me, listener.handleText());
             out.println("node " + name(me) + " (" + fabric.provider() + "): handle " + listener.handleText());
-            Map<String, Sender> senders = new LinkedHashMap<>();
-            Map<String, Connector> connecting = new LinkedHashMap<>();
+            Map<String, byte[]> handles = new LinkedHashMap<>();
             for (String p : peers) {
-                ListenHandle h = ListenHandle.parse(await(shared, "demo-handle-" + p));
+                handles.put(p, ListenHandle.parse(await(shared, "demo-handle-" + p)).encode());
+            }
+            PeerConnections<String> mesh = PeerConnections.start(fabric, listener, handles);
+            open.add(mesh);
+            for (String p : peers) {
+                ListenHandle h = ListenHandle.decode(handles.get(p));
                 Route route = Why.route(fabric.links(), h);
-                Connector c = fabric.connect(h.encode());
-                open.add(c);
-                connecting.put(p, c);
-                publish(shared, "demo-route-" + me + "-" + p, route.local().prefix().network() + " " + c.route());
-                out.println(name(me) + " -> " + name(p) + "  " + c.route() + "  because "
+                publish(shared, "demo-route-" + me + "-" + p, route.local().prefix().network() + " " + mesh.route(p));
+                out.println(name(me) + " -> " + name(p) + "  " + mesh.route(p) + "  because "
                         + Why.explain(name(me), fabric.links(), name(p), h, route));
                 out.flush();
             }
-            // connects and accepts progress together: each peer's connect needs this node's accept, and vice versa
-            List<Receiver> anonymous = new ArrayList<>();
-            long deadline = System.nanoTime() + PATIENCE.toNanos();
-            long spins = 0;
-            while (senders.size() < peers.size() || anonymous.size() < peers.size()) {
-                for (Map.Entry<String, Connector> e : connecting.entrySet()) {
-                    if (!senders.containsKey(e.getKey())) {
-                        Sender s = e.getValue().poll();
-                        if (s != null) {
-                            open.add(s);
-                            senders.put(e.getKey(), s);
-                        }
-                    }
-                }
-                Receiver r = listener.accept();
-                if (r != null) {
-                    open.add(r);
-                    anonymous.add(r);
-                }
-                if (System.nanoTime() > deadline) {
-                    throw new IOException("connections incomplete after " + PATIENCE.toSeconds() + " s: sent to "
-                            + senders.keySet() + ", accepted " + anonymous.size());
-                }
-                FabricSupport.pause(++spins);
-            }
-            // the first message on each connection names its sender, so each receiver learns its peer
-            Map<String, Receiver> receivers = new LinkedHashMap<>();
-            byte[] myName = me.getBytes(StandardCharsets.US_ASCII);
-            MemorySegment.copy(myName, 0, src.memory(), JAVA_BYTE, 0, myName.length);
-            int[] hellos = new int[anonymous.size()];
-            for (int i = 0; i < hellos.length; i++) {
-                hellos[i] = anonymous.get(i).irecv(1, new Registration[] {dst}, new long[] {64L * i},
-                        new long[] {64}, new int[] {0});
-            }
-            for (Sender s : senders.values()) {
-                complete(s, send(s, src, myName.length));
-            }
-            for (int i = 0; i < hellos.length; i++) {
-                Receiver r = anonymous.get(i);
-                waitRecv(r, hellos[i]);
-                byte[] who = dst.memory().asSlice(64L * i, r.size(hellos[i], 0)).toArray(JAVA_BYTE);
-                receivers.put(new String(who, StandardCharsets.US_ASCII), r);
-            }
+            // each peer's connect needs this node's accept and vice versa; each receiver is then known by its peer
+            Connections.awaitAll(PATIENCE, IdleStrategy.controlPlane(), List.of(mesh));
+            Map<String, Sender> senders = mesh.senders();
+            Map<String, Receiver> receivers = mesh.receivers();
             for (String from : guests) {
                 for (String to : guests) {
                     if (from.equals(to) || (!from.equals(me) && !to.equals(me))) {
@@ -182,13 +144,7 @@ final class SoftRoceDemo {
             }
             return 0;
         } finally {
-            for (int i = open.size() - 1; i >= 0; i--) {
-                try {
-                    open.get(i).close();
-                } catch (Exception e) {
-                    out.println("closing " + open.get(i).getClass().getSimpleName() + " failed: " + e);
-                }
-            }
+            CloseHelper.closeAll(e -> out.println("closing failed: " + e), open.reversed());
         }
     }
 

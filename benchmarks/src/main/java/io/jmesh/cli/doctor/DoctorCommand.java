@@ -1,7 +1,9 @@
 package io.jmesh.cli.doctor;
 
+import io.jmesh.api.Connections;
 import io.jmesh.api.Connector;
 import io.jmesh.api.Fabric;
+import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
@@ -209,8 +211,8 @@ public final class DoctorCommand {
             try (c) {
                 Sender s;
                 try {
-                    s = FabricSupport.awaitSender(c, timeout);
-                } catch (IOException | RuntimeException e) {
+                    s = Connections.await(c, timeout, IdleStrategy.controlPlane());
+                } catch (RuntimeException e) {
                     oob.send("abort reason=handshake");
                     return PeerResult.failed(peer, them, "the queue-pair handshake over " + c.route() + " failed: "
                                     + e.getMessage(),
@@ -240,12 +242,12 @@ public final class DoctorCommand {
     private int sendOnce(Sender s, Registration reg) throws IOException {
         long deadline = System.nanoTime() + timeout.toNanos();
         int req;
-        long spins = 0;
+        IdleStrategy idle = IdleStrategy.controlPlane();
         while ((req = s.isend(reg, 0, PROBE_BYTES, 0)) == Status.NOT_READY) {
             if (System.nanoTime() - deadline > 0) {
                 throw new IOException("the peer posted no receive within " + timeout.toSeconds() + " s");
             }
-            FabricSupport.pause(++spins);
+            idle.idle();
         }
         if (req < 0) {
             return req;
@@ -255,7 +257,7 @@ public final class DoctorCommand {
             if (System.nanoTime() - deadline > 0) {
                 throw new IOException("the probe message did not complete within " + timeout.toSeconds() + " s");
             }
-            FabricSupport.pause(++spins);
+            idle.idle();
         }
         return t < 0 ? t : req;
     }
@@ -331,7 +333,7 @@ public final class DoctorCommand {
         oob.send("handle handle=" + listener.handleText());
         long deadline = System.nanoTime() + timeout.toNanos();
         Receiver r = null;
-        long spins = 0;
+        IdleStrategy idle = IdleStrategy.controlPlane();
         while (r == null) {
             r = listener.accept();
             if (r == null) {
@@ -345,7 +347,7 @@ public final class DoctorCommand {
                     throw new IOException("peer " + peer.name() + " did not connect within " + timeout.toSeconds()
                             + " s");
                 }
-                FabricSupport.pause(++spins);
+                idle.idle();
             }
         }
         try (Receiver rx = r) {
@@ -361,7 +363,7 @@ public final class DoctorCommand {
                     oob.send("error nothing arrived within " + timeout.toSeconds() + " s");
                     throw new IOException("peer " + peer.name() + ": the probe message did not arrive");
                 }
-                FabricSupport.pause(++spins);
+                idle.idle();
             }
             if (t < 0 || rx.size(req, 0) != bytes) {
                 oob.send("error receive: " + (t < 0 ? Status.describe(t) : rx.size(req, 0) + " bytes, not " + bytes));

@@ -34,7 +34,7 @@ import java.util.Set;
  */
 public record PerfOptions(String test, String server, String device, int gidIndex, List<Long> sizes, long iterations,
                           long warmup, int qps, int depth, int duration, int port, String provider, Duration timeout,
-                          boolean gbits, String addresses, Idler.Mode poll, Duration settle, String op) {
+                          boolean gbits, String addresses, PollMode poll, Duration settle, String op) {
     /** perftest's default port is 18515; one above it lets both run at once. */
     public static final int DEFAULT_PORT = 18516;
     /** The transport's limit of requests in flight per connection. */
@@ -97,7 +97,7 @@ public record PerfOptions(String test, String server, String device, int gidInde
                 depth, (int) a.integer("duration", 0, 0, 3600), (int) a.integer("port", DEFAULT_PORT, 1, 65535),
                 provider, Duration.ofSeconds(a.integer("timeout", 60, 1, 86_400)),
                 a.flag("report_gbits") || a.flag("report-gbits"), a.string("addresses", null),
-                Idler.parse(a.string("poll", bw ? "park" : "spin")),
+                PollMode.parse(a.string("poll", bw ? "park" : "spin")),
                 Duration.ofSeconds(a.integer("settle", 60, 0, 3600)), op);
     }
 

@@ -1,8 +1,10 @@
 package io.jmesh.transport.rdma;
 
-import io.jmesh.api.Connector;
+import io.jmesh.api.Connections;
 import io.jmesh.api.Fabric;
+import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
+import io.jmesh.api.PeerConnections;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
@@ -37,7 +39,6 @@ import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
@@ -109,38 +110,17 @@ class RdmaLineTest {
             assertEquals(guests.size() - 1 - neighbours.size(), refused);
 
             // 2. every neighbour: connect both ways at once, then a checksummed message each way
-            Map<String, Connector> connects = new HashMap<>();
+            Map<String, byte[]> neighbourHandles = new HashMap<>();
             for (String n : neighbours) {
-                Connector c = fabric.connect(handles.get(n));
-                open.add(c);
-                connects.put(n, c);
+                neighbourHandles.put(n, handles.get(n));
             }
-            Map<String, Sender> senders = new HashMap<>();
-            List<Receiver> receivers = new ArrayList<>();
-            long deadline = System.nanoTime() + STEP.toNanos();
-            while (senders.size() < neighbours.size() || receivers.size() < neighbours.size()) {
-                for (var e : connects.entrySet()) {
-                    if (!senders.containsKey(e.getKey())) {
-                        Sender s = e.getValue().poll();
-                        if (s != null) {
-                            open.add(s);
-                            senders.put(e.getKey(), s);
-                        }
-                    }
-                }
-                Receiver r = listener.accept();
-                if (r != null) {
-                    open.add(r);
-                    receivers.add(r);
-                }
-                if (System.nanoTime() > deadline) {
-                    fail("neighbour connections not up after " + STEP.toSeconds() + " s: senders " + senders.keySet()
-                            + ", receivers " + receivers.size());
-                }
-                Thread.onSpinWait();
-            }
-            for (var e : connects.entrySet()) {
-                System.out.println(me + " -> " + e.getKey() + " over " + e.getValue().route());
+            PeerConnections<String> mesh = Connections.connectAll(fabric, listener, neighbourHandles, STEP,
+                    IdleStrategy.controlPlane());
+            open.add(mesh);
+            Map<String, Sender> senders = mesh.senders();
+            List<Receiver> receivers = new ArrayList<>(mesh.receivers().values());
+            for (String n : mesh.peers()) {
+                System.out.println(me + " -> " + n + " over " + mesh.route(n));
             }
             int[] reqs = new int[receivers.size()];
             for (int i = 0; i < receivers.size(); i++) {

@@ -1,5 +1,6 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
@@ -137,20 +138,17 @@ final class RdmaTestbedSupport {
         }
     }
 
-    /** Closes in reverse order of opening, each even when an earlier one failed; returns the first failure. */
+    /**
+     * Closes in reverse order of opening, each even when an earlier one failed; returns the first failure (the later
+     * ones suppressed in it), or null. An Error is thrown once everything is closed.
+     */
     static Exception closeAll(List<? extends AutoCloseable> open) {
-        Exception first = null;
-        for (int i = open.size() - 1; i >= 0; i--) {
-            try {
-                open.get(i).close();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e;
-                }
-            }
-        }
+        Throwable first = CloseHelper.closeAllCatching(open.reversed());
         open.clear();
-        return first;
+        if (first instanceof Error e) {
+            throw e;
+        }
+        return (Exception) first;
     }
 
     interface Call {

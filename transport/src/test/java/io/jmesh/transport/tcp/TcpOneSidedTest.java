@@ -1,5 +1,6 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.api.CloseHelper;
 import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.transport.core.OpWindow;
@@ -55,9 +56,7 @@ class TcpOneSidedTest {
 
     @AfterEach
     void tearDown() throws Exception {
-        for (int i = cleanup.size() - 1; i >= 0; i--) {
-            cleanup.get(i).close();
-        }
+        CloseHelper.closeAll(cleanup.reversed());
         arena.close();
     }
 

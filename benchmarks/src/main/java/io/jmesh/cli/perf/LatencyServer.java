@@ -1,0 +1,154 @@
+package io.jmesh.cli.perf;
+
+import io.jmesh.api.IdleStrategy;
+import io.jmesh.api.Receiver;
+import io.jmesh.api.Registration;
+import io.jmesh.api.RemoteRegion;
+import io.jmesh.api.Sender;
+import io.jmesh.api.Status;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
+
+import static io.jmesh.cli.perf.Requests.LAT_AHEAD;
+import static io.jmesh.cli.perf.Requests.mark;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+
+/** The lat server's loops: echo every message back (isend/irecv), or every one-sided write (--op write). */
+final class LatencyServer {
+    private static final VarHandle BYTE = JAVA_BYTE.varHandle();
+
+    private final PerfOptions o;
+    private final ServerLines lines;
+    private final Requests requests;
+
+    LatencyServer(PerfOptions o, ServerLines lines) {
+        this.o = o;
+        this.lines = lines;
+        this.requests = new Requests(o);
+    }
+
+    /**
+     * lat server: sends every message it receives straight back, with its size. Like the client, it keeps {@link
+     * #LAT_AHEAD} receives posted and reposts them in batches.
+     */
+    void echo(Oob oob, Receiver r, Sender s, Registration reg, long maxSize) throws IOException {
+        Registration[] regs = {reg};
+        long[] max = {maxSize};
+        int[] ring = new int[LAT_AHEAD];
+        long posted = 0;
+        long received = 0;
+        posted = requests.refillAhead(r, regs, max, ring, posted, received);
+        int send = -1;
+        IdleStrategy idler = o.poll().idleStrategy();
+        long echoed = 0;
+        long target = -1;
+        long lastProgress = System.nanoTime();
+        long timeoutNs = o.timeout().toNanos();
+        for (long spin = 0; ; spin++) {
+            int recv = ring[(int) (received % LAT_AHEAD)];
+            int t = r.test(recv);
+            if (t == 1) {
+                long n = r.size(recv, 0);
+                received++;
+                int previous = send;
+                send = requests.sendOrFail(s, reg, n);      // the echo first: it is what the client waits for
+                if (previous >= 0) {
+                    requests.completeSend(s, previous);
+                }
+                posted = requests.refillAhead(r, regs, max, ring, posted, received);
+                echoed++;
+                lastProgress = System.nanoTime();
+                idler.reset();
+            } else if (t < 0) {
+                throw new IOException("receive failed: " + Status.describe(t) + " " + r.error());
+            } else {
+                idler.idle();
+            }
+            if (target >= 0 && echoed == target) {
+                if (send >= 0) {
+                    requests.completeSend(s, send);
+                    send = -1;
+                }
+                oob.send("done");
+                target = -1;
+            }
+            if ((spin & 8191) == 0 && t != 1) { // the check is a syscall: rarely, between echoes
+                long now = System.nanoTime();
+                if (oob.ready()) {
+                    String line = lines.control(oob);
+                    if (line == null) {
+                        // answered
+                    } else if (line.equals("bye")) {
+                        if (send >= 0) {
+                            requests.completeSend(s, send);
+                        }
+                        oob.send("bye");
+                        return;
+                    } else {
+                        target = ServerLines.echoTarget(line, echoed);
+                    }
+                    lastProgress = now;
+                } else if (target >= 0 && now - lastProgress > timeoutNs) {
+                    throw lines.stalled(echoed, target);
+                }
+            }
+        }
+    }
+
+    /**
+     * lat server with --op write: polls the last byte of its landing zone for the client's next mark, writes the
+     * same number of bytes back with that mark into the client's landing zone, and reaps the write's completion, as
+     * ib_write_lat's server does. The client names each size over the out-of-band channel first.
+     */
+    void echoWrites(Oob oob, Receiver r, Sender s, Registration reg, long maxSize, RemoteRegion peer)
+            throws IOException {
+        MemorySegment mem = reg.memory();
+        IdleStrategy idler = o.poll().idleStrategy();
+        long size = -1;
+        long echoed = 0;
+        long target = -1;
+        long lastProgress = System.nanoTime();
+        long timeoutNs = o.timeout().toNanos();
+        for (long spin = 0; ; spin++) {
+            boolean got = size > 0 && (byte) BYTE.getAcquire(mem, maxSize + size - 1) == mark(echoed);
+            if (got) {
+                mem.set(JAVA_BYTE, size - 1, mark(echoed));
+                int w = requests.writeOrFail(s, reg, size, peer, maxSize);
+                requests.completeSend(s, w);
+                echoed++;
+                lastProgress = System.nanoTime();
+                idler.reset();
+            } else {
+                r.poll();
+                idler.idle();
+            }
+            if (target >= 0 && echoed == target) {
+                oob.send("done");
+                target = -1;
+            }
+            if ((spin & 8191) == 0 && !got) { // the check is a syscall: rarely, between echoes
+                long now = System.nanoTime();
+                if (oob.ready()) {
+                    String line = lines.control(oob);
+                    if (line == null) {
+                        // answered
+                    } else if (line.equals("bye")) {
+                        oob.send("bye");
+                        return;
+                    } else if (line.startsWith("size ")) {
+                        size = Oob.number(Oob.fields(line, "size"), "bytes", 1, maxSize);
+                        mem.set(JAVA_BYTE, maxSize + size - 1, (byte) 0);
+                        oob.send("ok");
+                    } else {
+                        target = ServerLines.echoTarget(line, echoed);
+                    }
+                    lastProgress = now;
+                } else if (target >= 0 && now - lastProgress > timeoutNs) {
+                    throw lines.stalled(echoed, target);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+package io.jmesh.cli.perf;
+
+import io.jmesh.api.Connections;
+import io.jmesh.api.Connector;
+import io.jmesh.api.Fabric;
+import io.jmesh.api.IdleStrategy;
+import io.jmesh.api.Listener;
+import io.jmesh.api.Receiver;
+import io.jmesh.api.Registration;
+import io.jmesh.api.RemoteRegion;
+import io.jmesh.api.Sender;
+import io.jmesh.cli.FabricSupport;
+import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.transport.net.Route;
+import io.jmesh.transport.net.RouteSelector;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static io.jmesh.cli.perf.PerfProtocol.VERSION;
+import static io.jmesh.cli.perf.PerfProtocol.hex;
+import static io.jmesh.cli.perf.PerfProtocol.region;
+import static io.jmesh.cli.perf.PerfProtocol.requireField;
+
+/**
+ * The server side of 'jmesh bw' and 'jmesh lat': waits for a client on the out-of-band port, checks its hello,
+ * accepts its connections (and for lat connects back), then runs the loop the test needs.
+ */
+final class PerfServer {
+    private final PerfOptions o;
+    private final PrintStream out;
+
+    PerfServer(PerfOptions o, PrintStream out) {
+        this.o = o;
+        this.out = out;
+    }
+
+    void run() throws IOException, NoRouteException {
+        try (ServerSocket ss = Oob.listen(o.port())) {
+            out.println(" Waiting for a client on TCP port " + ss.getLocalPort() + " ...");
+            out.flush();
+            try (Oob oob = Oob.accept(ss, o.timeout().multipliedBy(10), o.timeout())) {
+                serve(oob);
+            }
+        }
+    }
+
+    private void serve(Oob oob) throws IOException, NoRouteException {
+        Map<String, String> hello = oob.expect("hello");
+        String test = hello.getOrDefault("test", "?");
+        if (Oob.number(hello, "version", 0, Integer.MAX_VALUE) != VERSION) {
+            oob.send("error the server speaks protocol " + VERSION + ": run the same jmesh version on both ends");
+            throw new IOException("the client speaks protocol " + hello.get("version") + ", this server "
+                    + VERSION + ": run the same jmesh version on both ends");
+        }
+        if (!test.equals(o.test())) {
+            oob.send("error this server runs 'jmesh " + o.test() + "', not '" + test + "'");
+            throw new IOException("the client runs 'jmesh " + test + "' against this 'jmesh " + o.test()
+                    + "' server: run the same command on both ends");
+        }
+        int qps = (int) Oob.number(hello, "qps", 1, 64);
+        long maxSize = Oob.number(hello, "maxsize", 1, PerfOptions.MAX_SIZE);
+        boolean write = test.equals("lat") && hello.getOrDefault("op", "send").equals("write");
+        if (!hello.getOrDefault("op", "send").equals(write ? "write" : "send")) {
+            oob.send("error this server knows --op send and, for lat, --op write, not '" + hello.get("op")
+                    + "': run the same jmesh version on both ends");
+            throw new IOException("the client asked for op '" + hello.get("op") + "' with 'jmesh " + test
+                    + "': run the same jmesh version on both ends");
+        }
+        RemoteRegion peerRegion = write ? region(hello, 2 * maxSize) : null;
+        JmeshConfig config = FabricSupport.config(o.overrides());
+        PerfHeader header = new PerfHeader(o, out, FabricSupport.discover(config)); // before the fabric opens
+        try (Fabric fabric = FabricSupport.open(config); Listener listener = fabric.listen();
+             Arena arena = Arena.ofShared()) {
+            ListenHandle own = FabricSupport.restrictOwn(ListenHandle.parse(listener.handleText()), fabric.links(),
+                    o.device());
+            List<AutoCloseable> open = new ArrayList<>();
+            try {
+                // registered before the connections, so that closing in reverse order closes them first; lat: the
+                // second half is where the peer's one-sided writes land (--op write)
+                Registration reg = fabric.register(arena.allocate(test.equals("lat") ? 2 * maxSize : maxSize, 4096));
+                open.add(reg);
+                oob.send("handle handle=" + own + (write ? " region=" + hex(reg) : ""));
+                Receiver[] receivers = new Receiver[qps];
+                for (int i = 0; i < qps; i++) {
+                    receivers[i] = Connections.accept(listener, o.timeout(), IdleStrategy.controlPlane());
+                    open.add(receivers[i]);
+                }
+                Sender echo = null;
+                String route = "(accepting)";
+                if (test.equals("lat")) {
+                    ListenHandle peer = ListenHandle.parse(requireField(hello, "handle"));
+                    Route r = RouteSelector.best(fabric.links(), FabricSupport.restrictPeer(peer, fabric.links(),
+                            o.device()));
+                    Connector c = fabric.connect(FabricSupport.restrictPeer(peer, fabric.links(), o.device())
+                            .encode());
+                    open.add(c);
+                    echo = Connections.await(c, o.timeout(), IdleStrategy.controlPlane());
+                    open.add(echo);
+                    route = c.route();
+                    header.print(fabric, r.local(), route, qps, write);
+                } else {
+                    header.print(fabric, null, "accepted " + qps + " connection(s) on " + own, qps, false);
+                }
+                oob.send("ready");
+                ServerLines lines = new ServerLines(o, out);
+                if (echo == null) {
+                    new BandwidthServer(o, lines).sink(oob, receivers, reg, maxSize);
+                } else if (write) {
+                    new LatencyServer(o, lines).echoWrites(oob, receivers[0], echo, reg, maxSize, peerRegion);
+                } else {
+                    new LatencyServer(o, lines).echo(oob, receivers[0], echo, reg, maxSize);
+                }
+            } finally {
+                PerfCommand.closeAll(open);
+            }
+        }
+    }
+}
