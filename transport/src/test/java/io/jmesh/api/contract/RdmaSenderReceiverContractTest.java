@@ -1,0 +1,64 @@
+package io.jmesh.api.contract;
+
+import io.jmesh.api.Fabric;
+import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.testbed.TestbedEnv;
+import org.junit.jupiter.api.Tag;
+
+import java.time.Duration;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The contract suite on the verbs provider, inside each Soft-RoCE testbed guest (pair, triangle, twins): the guest's
+ * fabric connects to its own listener over its own rxe devices (a queue pair connected to another on the same
+ * device, as the receiver's flush queue pair is), so it needs no peer and no rendezvous. The configuration is the
+ * guest's (JMESH_QPS_PER_CONNECTION, JMESH_MULTI_LINK: on triangle and twins a connection has several queue pairs
+ * and links) with the provider forced to rdma, so a guest without verbs fails instead of falling back to TCP. Skips,
+ * saying why, outside the testbed.
+ */
+@Tag("rdma")
+class RdmaSenderReceiverContractTest extends SenderReceiverContract {
+    @Override
+    protected Fabric openFabric() {
+        TestbedEnv.require();
+        Fabric fabric = Fabric.open(JmeshConfig.of(Map.of(JmeshConfig.PROVIDER.property(), "rdma"),
+                System.getenv()));
+        assertEquals("rdma", fabric.provider());
+        return fabric;
+    }
+
+    /** Generous for the emulated testbed: a round trip takes 1-10 ms and a link carries 5-20 MB/s there. */
+    @Override
+    protected Duration patience() {
+        return Duration.ofSeconds(120);
+    }
+
+    /**
+     * Completions are reported per kind of request: a send's slices on other queue pairs may still be in flight
+     * when a later write on the first queue pair completes.
+     */
+    @Override
+    protected boolean reportsAllKindsInIssueOrder() {
+        return false;
+    }
+
+    /** The clear-to-send entries of receives posted with MORE leave together, in one RDMA write, when released. */
+    @Override
+    protected boolean holdsReceivesPostedWithMore() {
+        return true;
+    }
+
+    /** The owner's NIC applies writes and serves reads without its application. */
+    @Override
+    protected boolean ownerServesOnlyWhilePolled() {
+        return false;
+    }
+
+    /** The owner's NIC answers an access it cannot serve with a remote access error, which fails the connection. */
+    @Override
+    protected OwnerRefusal ownerRefusal() {
+        return OwnerRefusal.CONNECTION_FAILS;
+    }
+}
