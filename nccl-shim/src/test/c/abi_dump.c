@@ -1,7 +1,9 @@
 /*
- * Prints the size of every NCCL net-plugin struct jmesh uses and the offset of each field, one "name value" line
- * each. NcclAbiCheckTest compiles it twice, against jmesh's nccl_net_abi.h and against NVIDIA's real headers
- * (-DJMESH_USE_NCCL_HEADERS -I<nccl>/plugins/net/example/nccl), and requires the two outputs to be identical.
+ * Prints the size of every NCCL net-plugin struct jmesh uses, the offset of each field and the constants it relies
+ * on, one "item value" line each (items hold no blanks, so that ../abi/nccl-abi.txt is a plain table).
+ * NcclAbiCheckTest compiles it against jmesh's nccl_net_abi.h in every build and compares with that table, which
+ * ../abi/regenerate.sh makes by compiling it against NVIDIA's headers (-DJMESH_USE_NCCL_HEADERS
+ * -I<nccl>/plugins/net/example/nccl); with JMESH_NCCL_SRC set the test also compares against the headers directly.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -9,7 +11,7 @@
 #include "nccl_net_abi.h"
 
 #define SIZE(t) printf("sizeof(%s) %zu\n", #t, sizeof(t))
-#define OFF(t, f) printf("offsetof(%s, %s) %zu\n", #t, #f, offsetof(t, f))
+#define OFF(t, f) printf("offsetof(%s,%s) %zu\n", #t, #f, offsetof(t, f))
 #define FSIZE(t, f) printf("sizeof(%s.%s) %zu\n", #t, #f, sizeof(((t*)0)->f))
 
 #define PROPS_V8(t) \
