@@ -38,9 +38,9 @@ final class RdmaRegistration implements Registration {
         return regions[device].rkey();
     }
 
-    /** True when [offset, offset + len) lies inside the registration. */
+    /** True when [offset, offset + len) lies inside the registration and it is open (a closed one's keys are stale). */
     boolean contains(long offset, long len) {
-        return offset >= 0 && len >= 0 && offset <= length - len;
+        return offset >= 0 && len >= 0 && offset <= length - len && !closed;
     }
 
     @Override
