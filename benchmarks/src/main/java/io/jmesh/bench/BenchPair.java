@@ -1,21 +1,19 @@
 package io.jmesh.bench;
 
 import io.jmesh.api.Connector;
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.Listener;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.NoRouteException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Two jmesh nodes in one JVM, driven by one thread: the pair holds a connection A to B and one B to A, with a
@@ -101,18 +99,12 @@ final class BenchPair implements AutoCloseable {
         }
     }
 
-    private static JmeshConfig config(String provider, String loopbackAddress) throws NoRouteException {
-        Map<String, String> p = new HashMap<>();
-        System.getProperties().forEach((k, v) -> p.put(k.toString(), v.toString()));
-        switch (provider) {
-            case "tcp" -> {
-                p.put(JmeshConfig.PROVIDER.property(), "tcp");
-                p.put(JmeshConfig.ADDRESSES.property(), loopbackAddress);
-            }
-            case "rdma" -> p.put(JmeshConfig.PROVIDER.property(), "rdma");
+    private static Context config(String provider, String loopbackAddress) throws NoRouteException {
+        return switch (provider) {
+            case "tcp" -> new Context().provider("tcp").addresses(loopbackAddress);
+            case "rdma" -> new Context().provider("rdma");
             default -> throw new IllegalArgumentException("provider '" + provider + "': expected tcp or rdma");
-        }
-        return JmeshConfig.of(p, System.getenv());
+        };
     }
 
     /** Fails a benchmark with the status and the connection's own explanation (the failure path only). */

@@ -1,6 +1,7 @@
 package io.jmesh.cli.perf;
 
 import io.jmesh.api.Connector;
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.Listener;
 import io.jmesh.api.Receiver;
@@ -9,7 +10,6 @@ import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.cli.FabricSupport;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.discovery.RdmaPort;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
@@ -121,7 +121,7 @@ public final class PerfCommand {
                     + "': run the same jmesh version on both ends");
         }
         RemoteRegion peerRegion = write ? region(hello, 2 * maxSize) : null;
-        JmeshConfig config = FabricSupport.config(o.overrides());
+        Context config = o.context();
         found = FabricSupport.discover(config); // before the fabric opens: see printHeader
         try (Fabric fabric = FabricSupport.open(config); Listener listener = fabric.listen();
              Arena arena = Arena.ofShared()) {
@@ -488,7 +488,7 @@ public final class PerfCommand {
     private void client() throws IOException, NoRouteException {
         boolean lat = o.test().equals("lat");
         try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout())) {
-            JmeshConfig config = FabricSupport.config(o.overrides());
+            Context config = o.context();
             found = FabricSupport.discover(config); // before the fabric opens: see printHeader
             List<AutoCloseable> open = new ArrayList<>();
             try (Fabric fabric = FabricSupport.open(config); Arena arena = Arena.ofShared()) {
@@ -547,7 +547,7 @@ public final class PerfCommand {
         }
     }
 
-    private void printHeader(Fabric fabric, JmeshConfig config, LocalLink local, String route, int qps,
+    private void printHeader(Fabric fabric, Context config, LocalLink local, String route, int qps,
                              boolean write) {
         boolean lat = o.test().equals("lat");
         String mtu = "-";

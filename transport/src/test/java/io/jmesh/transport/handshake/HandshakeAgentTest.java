@@ -78,17 +78,6 @@ class HandshakeAgentTest {
     }
 
     @Test
-    void sharedAgentIsStartedOnceAndRestartsAfterClose() {
-        HandshakeAgent a = HandshakeAgent.shared();
-        assertEquals(a, HandshakeAgent.shared());
-        a.close();
-        HandshakeAgent b = HandshakeAgent.shared();
-        assertNotEquals(a, b);
-        assertTrue(b.isRunning());
-        b.close();
-    }
-
-    @Test
     void listenPublishesBoundPortsAndAFreshSecret() throws IOException {
         try (HandshakeListener one = agent.listen(List.of(LOOPBACK4));
              HandshakeListener two = agent.listen(List.of(LOOPBACK4))) {

@@ -2,7 +2,7 @@ package io.jmesh.transport.rdma;
 
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.Context;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.testbed.TestbedEnv;
 import org.junit.jupiter.api.Tag;
@@ -60,7 +60,7 @@ class RdmaManyConnectionsTest {
         String peer = TestbedEnv.peers().getFirst();
         Map<String, Long> before = rdmaResources();
 
-        RdmaProvider provider = RdmaProvider.open(JmeshConfig.fromEnvironment());
+        RdmaProvider provider = RdmaProvider.open(new Context());
         List<AutoCloseable> open = new ArrayList<>();   // closed in reverse order, also when the test fails
         Arena arena = Arena.ofShared();
         boolean passed = false;

@@ -1,10 +1,10 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.api.Context;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.testbed.TestbedEnv;
 import org.junit.jupiter.api.AfterAll;
@@ -59,7 +59,7 @@ class RdmaMeshTest {
         TestbedEnv.require();
         String me = TestbedEnv.name();
         List<String> peers = TestbedEnv.peers();
-        provider = RdmaProvider.open(JmeshConfig.fromEnvironment());
+        provider = RdmaProvider.open(new Context());
         listener = provider.listen();
         TestbedEnv.publish("handle-" + me, HexFormat.of().formatHex(listener.handle()));
         arena = Arena.ofShared();
@@ -487,7 +487,7 @@ class RdmaMeshTest {
         TestbedEnv.require();
         String me = TestbedEnv.name();
         List<String> peers = TestbedEnv.peers();
-        int qps = JmeshConfig.fromEnvironment().qpsPerConnection();
+        int qps = new Context().qpsPerConnection();
         long size = 32L << 20;
         for (int p = 0; p < peers.size(); p++) {
             String peer = peers.get(p);
