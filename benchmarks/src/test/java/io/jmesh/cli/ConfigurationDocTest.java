@@ -28,7 +28,8 @@ class ConfigurationDocTest {
             String[] cells = row.split("\\|");
             assertTrue(cells.length >= 6, s.env() + ": expected five columns in: " + row);
             assertEquals("`" + s.property() + "`", cells[2].trim(), s.env() + ": property");
-            assertEquals(s.seedEnv() == null ? "–" : "`" + s.seedEnv() + "`", cells[3].trim(), s.env() + ": seed name");
+            String seed = s.seedEnv() == null ? "–" : "`" + s.seedEnv() + "`";
+            assertEquals(seed, cells[3].trim(), s.env() + ": seed name");
             assertEquals(defaults.valueText(s), cells[4].trim().replace("`", ""), s.env() + ": default");
         }
     }

@@ -157,7 +157,8 @@ public final class Context {
             if (unreadable.containsKey(s)) {
                 problems.add(problem(s, s.accepts(), unreadable.get(s)));
             } else if (s == Setting.PROVIDER) {
-                if (!provider.equals(Providers.AUTO) && !Providers.all().isEmpty() && Providers.find(provider) == null) {
+                boolean known = provider.equals(Providers.AUTO) || Providers.find(provider) != null;
+                if (!known && !Providers.all().isEmpty()) {
                     problems.add(problem(s, Providers.choices(), null));
                 }
             } else if (s.isNumeric() && !(s == Setting.GID_INDEX && gidIndex.isEmpty())) {

@@ -70,7 +70,8 @@ final class Providers {
 
     /** The error when no factory is found at all: the class path lacks jmesh's service file. */
     static String noneFound() {
-        return "no jmesh provider found: META-INF/services/" + ProviderFactory.class.getName() + " is not on the class "
-                + "path (put the whole jmesh-transport jar, or its target/classes with its resources, on the class path)";
+        return "no jmesh provider found: META-INF/services/" + ProviderFactory.class.getName() + " is not on the "
+                + "class path (put the whole jmesh-transport jar, or its target/classes with its resources, on the "
+                + "class path)";
     }
 }
