@@ -1,17 +1,21 @@
 /**
- * The jmesh transport: discovery of RDMA devices and their addresses, the multi-address handle, subnet-aware routing,
- * the handshake, verbs connections, the data path, and the public Java API.
+ * The jmesh transport: the public Java API ({@code io.jmesh.api}) and its provider interface ({@code io.jmesh.api.spi}),
+ * the handle and subnet-aware routing ({@code io.jmesh.transport.net}) and device discovery
+ * ({@code io.jmesh.transport.discovery}), which tools such as the {@code jmesh} command use; and, not exported, the
+ * providers behind the API (verbs, TCP), the handshake and the verbs objects. {@code Fabric} finds the providers
+ * through {@link io.jmesh.api.spi.ProviderFactory}; on the class path the same two are listed in
+ * {@code META-INF/services}.
  */
 module io.jmesh.transport {
     requires transitive io.jmesh.verbs;
     requires org.apache.logging.log4j;
 
     exports io.jmesh.api;
-    exports io.jmesh.transport.config;
+    exports io.jmesh.api.spi;
     exports io.jmesh.transport.discovery;
-    exports io.jmesh.transport.handshake;
     exports io.jmesh.transport.net;
-    exports io.jmesh.transport.rdma;
-    exports io.jmesh.transport.tcp;
-    exports io.jmesh.transport.verbs;
+
+    uses io.jmesh.api.spi.ProviderFactory;
+    provides io.jmesh.api.spi.ProviderFactory with io.jmesh.transport.rdma.RdmaProviderFactory,
+            io.jmesh.transport.tcp.TcpProviderFactory;
 }

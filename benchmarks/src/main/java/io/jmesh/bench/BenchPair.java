@@ -2,6 +2,7 @@ package io.jmesh.bench;
 
 import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Connections;
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
@@ -10,14 +11,12 @@ import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.NoRouteException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -81,18 +80,12 @@ final class BenchPair implements AutoCloseable {
         }
     }
 
-    private static JmeshConfig config(String provider, String loopbackAddress) throws NoRouteException {
-        Map<String, String> p = new HashMap<>();
-        System.getProperties().forEach((k, v) -> p.put(k.toString(), v.toString()));
-        switch (provider) {
-            case "tcp" -> {
-                p.put(JmeshConfig.PROVIDER.property(), "tcp");
-                p.put(JmeshConfig.ADDRESSES.property(), loopbackAddress);
-            }
-            case "rdma" -> p.put(JmeshConfig.PROVIDER.property(), "rdma");
+    private static Context config(String provider, String loopbackAddress) throws NoRouteException {
+        return switch (provider) {
+            case "tcp" -> new Context().provider("tcp").addresses(loopbackAddress);
+            case "rdma" -> new Context().provider("rdma");
             default -> throw new IllegalArgumentException("provider '" + provider + "': expected tcp or rdma");
-        }
-        return JmeshConfig.of(p, System.getenv());
+        };
     }
 
     /** Fails a benchmark with the status and the connection's own explanation (the failure path only). */

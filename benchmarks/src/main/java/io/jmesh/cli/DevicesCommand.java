@@ -1,6 +1,6 @@
 package io.jmesh.cli;
 
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.Context;
 import io.jmesh.transport.discovery.Discovery;
 import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.discovery.PortAddress;
@@ -18,8 +18,8 @@ final class DevicesCommand {
     private DevicesCommand() {
     }
 
-    static int run(PrintStream out, JmeshConfig config) {
-        DiscoveryResult found = Discovery.scan(config);
+    static int run(PrintStream out, Context context) {
+        DiscoveryResult found = Discovery.scan(context.conclude().gidIndex());
         if (found.unavailable() != null) {
             out.println("No RDMA devices on this machine.");
             out.println(found.unavailable());

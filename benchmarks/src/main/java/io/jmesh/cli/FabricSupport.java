@@ -1,7 +1,7 @@
 package io.jmesh.cli;
 
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.discovery.Discovery;
 import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.discovery.PortAddress;
@@ -11,33 +11,26 @@ import io.jmesh.transport.net.ListenAddress;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
 
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /** What the commands share: the configuration with command-line overrides, device choice, discovery. */
 public final class FabricSupport {
     private FabricSupport() {
     }
 
-    /** The process's configuration with {@code overrides} (property names, e.g. jmesh.provider) on top. */
-    public static JmeshConfig config(Map<String, String> overrides) {
-        Map<String, String> props = new HashMap<>();
-        System.getProperties().forEach((k, v) -> props.put(k.toString(), v.toString()));
-        props.putAll(overrides);
-        return JmeshConfig.of(props, System.getenv());
-    }
-
-    /** Overrides for a provider name ("auto" changes nothing) and a forced GID index (-1: none). */
-    public static Map<String, String> overrides(String provider, int gidIndex) {
-        Map<String, String> o = new HashMap<>();
+    /**
+     * The process's settings (system properties, environment) with a command's options on top: a provider name
+     * ("auto" or null changes nothing) and a forced GID index (-1: none).
+     */
+    public static Context context(String provider, int gidIndex) {
+        Context c = new Context();
         if (provider != null && !provider.equals("auto")) {
-            o.put(JmeshConfig.PROVIDER.property(), provider);
+            c.provider(provider);
         }
         if (gidIndex >= 0) {
-            o.put(JmeshConfig.GID_INDEX.property(), Integer.toString(gidIndex));
+            c.gidIndex(gidIndex);
         }
-        return o;
+        return c;
     }
 
     /**
@@ -102,13 +95,13 @@ public final class FabricSupport {
         return null;
     }
 
-    /** Discovery with a config, for headers. */
-    public static DiscoveryResult discover(JmeshConfig config) {
-        return Discovery.scan(config);
+    /** Discovery with the context's GID index, for headers; a bad setting fails here, naming it. */
+    public static DiscoveryResult discover(Context context) {
+        return Discovery.scan(context.conclude().gidIndex());
     }
 
-    /** Opens a fabric; a configuration error becomes an IllegalArgumentException with the variable's name. */
-    public static Fabric open(JmeshConfig config) {
-        return Fabric.open(config);
+    /** Opens a fabric; a bad setting becomes an IllegalArgumentException naming it ({@link Context#conclude()}). */
+    public static Fabric open(Context context) {
+        return Fabric.open(context);
     }
 }

@@ -1,7 +1,7 @@
 package io.jmesh.cli;
 
+import io.jmesh.api.Context;
 import io.jmesh.cli.perf.PerfCommand;
-import io.jmesh.transport.config.JmeshConfig;
 
 import java.io.PrintStream;
 import java.util.Arrays;
@@ -30,7 +30,7 @@ public final class Jmesh {
         List<String> rest = Arrays.asList(args).subList(Math.min(1, args.length), args.length);
         try {
             return switch (command) {
-                case "devices" -> DevicesCommand.run(out, JmeshConfig.fromEnvironment());
+                case "devices" -> DevicesCommand.run(out, new Context());
                 case "bw", "lat" -> PerfCommand.run(command, rest, out, err);
                 case "doctor" -> io.jmesh.cli.doctor.DoctorCommand.run(rest, out, err);
                 case "demo" -> io.jmesh.cli.demo.DemoCommand.run(rest, out, err);

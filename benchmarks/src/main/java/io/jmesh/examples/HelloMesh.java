@@ -1,18 +1,18 @@
 package io.jmesh.examples;
 
 import io.jmesh.api.Connections;
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
 import io.jmesh.api.PeerConnections;
 import io.jmesh.api.Progress;
+import io.jmesh.api.ProviderUnavailableException;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.transport.config.JmeshConfig;
-import io.jmesh.verbs.VerbsUnavailableException;
 
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
@@ -90,22 +90,21 @@ public final class HelloMesh {
 
     /** Opens node A and node B: as configured, or verbs when usable, or TCP over loopback. */
     private static Fabric[] open(Map<String, String> properties, Map<String, String> environment) {
-        JmeshConfig config = JmeshConfig.of(properties, environment);
-        if (!config.addresses().isEmpty() || config.provider() == JmeshConfig.Provider.RDMA) {
+        Context config = Context.from(properties, environment).conclude();
+        String provider = config.provider();
+        if (!config.addresses().isEmpty() || !(provider.equals("auto") || provider.equals("tcp"))) {
             return new Fabric[] {Fabric.open(config), Fabric.open(config)};
         }
-        if (config.provider() == JmeshConfig.Provider.AUTO) {
-            Map<String, String> rdma = new HashMap<>(properties);
-            rdma.put(JmeshConfig.PROVIDER.property(), "rdma");
+        if (provider.equals("auto")) {
             try {
-                Fabric a = Fabric.open(JmeshConfig.of(rdma, environment));
+                Fabric a = Fabric.open(Context.from(properties, environment).provider("rdma"));
                 try {
-                    return new Fabric[] {a, Fabric.open(JmeshConfig.of(rdma, environment))};
+                    return new Fabric[] {a, Fabric.open(Context.from(properties, environment).provider("rdma"))};
                 } catch (RuntimeException e) {
                     a.close();
                     throw e;
                 }
-            } catch (VerbsUnavailableException e) {
+            } catch (ProviderUnavailableException e) {
                 // no RDMA here: TCP over loopback below
             }
         }
@@ -118,12 +117,9 @@ public final class HelloMesh {
         }
     }
 
-    private static JmeshConfig loopback(Map<String, String> properties, Map<String, String> environment,
-                                        String address) {
-        Map<String, String> p = new HashMap<>(properties);
-        p.put(JmeshConfig.PROVIDER.property(), "tcp");
-        p.put(JmeshConfig.ADDRESSES.property(), address);
-        return JmeshConfig.of(p, environment);
+    private static Context loopback(Map<String, String> properties, Map<String, String> environment,
+                                    String address) {
+        return Context.from(properties, environment).provider("tcp").addresses(address);
     }
 
     private void tour(Map<String, String> properties, Map<String, String> environment) throws Exception {

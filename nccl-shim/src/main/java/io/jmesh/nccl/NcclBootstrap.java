@@ -1,6 +1,6 @@
 package io.jmesh.nccl;
 
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.Context;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.Linker;
@@ -49,7 +49,7 @@ public final class NcclBootstrap {
             }
             System.setProperty("log4j2.shutdownHookEnabled", "false");
             appender = NcclLogAppender.install(boot.get(JAVA_LONG, ShimAbi.BOOT_LOG_OFFSET));
-            NcclPlugin p = new NcclPlugin(JmeshConfig.fromEnvironment());
+            NcclPlugin p = new NcclPlugin(new Context());
             Arena arena = Arena.ofShared();
             try {
                 Linker linker = Linker.nativeLinker();

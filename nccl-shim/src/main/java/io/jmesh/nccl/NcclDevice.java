@@ -1,6 +1,5 @@
 package io.jmesh.nccl;
 
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.discovery.Discovery;
 import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.discovery.RdmaDevice;
@@ -15,6 +14,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 
 /**
  * One device as NCCL sees it. With verbs it is an RDMA port (device:port) with all its addresses; with TCP it is one
@@ -37,7 +37,7 @@ record NcclDevice(String name, String pciPath, long guid, int port, long speedMb
     }
 
     /** The devices of an open fabric, in a stable order (device name, then port, then address). */
-    static List<NcclDevice> of(String provider, List<LocalLink> links, JmeshConfig config) {
+    static List<NcclDevice> of(String provider, List<LocalLink> links, OptionalInt gidIndex) {
         Map<String, List<LocalLink>> groups = new LinkedHashMap<>();
         boolean tcp = provider.equals("tcp");
         for (LocalLink l : links) {
@@ -46,7 +46,7 @@ record NcclDevice(String name, String pciPath, long guid, int port, long speedMb
         }
         Map<String, RdmaDevice> rdma = new LinkedHashMap<>();
         if (!tcp) {
-            DiscoveryResult found = Discovery.scan(config);
+            DiscoveryResult found = Discovery.scan(gidIndex);
             for (RdmaDevice d : found.devices()) {
                 rdma.put(d.name(), d);
             }

@@ -2,15 +2,14 @@ package io.jmesh.nccl;
 
 import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Connector;
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.Listener;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.NoRouteException;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
@@ -41,7 +40,7 @@ import java.util.Map;
 public final class NcclPlugin {
     private static final Logger LOG = LogManager.getLogger(NcclPlugin.class);
 
-    private final JmeshConfig config;
+    private final Context context;
     private final Arena strings = Arena.ofShared();
     private Fabric fabric;
     private List<NcclDevice> devices = List.of();
@@ -59,8 +58,8 @@ public final class NcclPlugin {
     private record PendingConnect(Connector connector, int dev, String why) {
     }
 
-    public NcclPlugin(JmeshConfig config) {
-        this.config = config;
+    public NcclPlugin(Context context) {
+        this.context = context;
     }
 
     // ---- init, devices, finalize --------------------------------------------------------------------------------
@@ -69,9 +68,9 @@ public final class NcclPlugin {
     public synchronized int init(long ctxOut, long commId, int trafficClass, int apiVersion) {
         try {
             if (fabric == null) {
-                Fabric f = Fabric.open(config);
+                Fabric f = Fabric.open(context);
                 try {
-                    devices = NcclDevice.of(f.provider(), f.links(), config);
+                    devices = NcclDevice.of(f.provider(), f.links(), context.gidIndex());
                     if (devices.isEmpty()) {
                         throw new IllegalStateException("the " + f.provider() + " provider has no usable link");
                     }

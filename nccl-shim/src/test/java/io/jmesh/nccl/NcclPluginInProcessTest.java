@@ -1,6 +1,6 @@
 package io.jmesh.nccl;
 
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.Context;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -23,7 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * test) allocates nothing per call once warm.
  */
 class NcclPluginInProcessTest {
-    private static final JmeshConfig TCP = JmeshConfig.of(Map.of(), Map.of("JMESH_PROVIDER", "tcp",
+    private static final Context TCP = Context.from(Map.of(), Map.of("JMESH_PROVIDER", "tcp",
             "JMESH_ADDRESSES", "127.0.0.1/8"));
 
     @Test

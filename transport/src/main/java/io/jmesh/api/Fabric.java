@@ -1,22 +1,23 @@
 package io.jmesh.api;
 
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.spi.Provider;
+import io.jmesh.api.spi.ProviderFactory;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.NoRouteException;
-import io.jmesh.transport.rdma.RdmaProvider;
-import io.jmesh.transport.tcp.TcpProvider;
-import io.jmesh.verbs.VerbsUnavailableException;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
  * jmesh's entry point: opens the transport (verbs where a usable RDMA link exists, otherwise TCP, or as
- * {@code JMESH_PROVIDER} says), and makes listeners, connections and memory registrations on it. Close it last.
+ * {@code JMESH_PROVIDER} says) with the settings of a {@link Context}, and makes listeners, connections and memory
+ * registrations on it. The providers are found through {@link ProviderFactory}; the API knows none of them by class.
+ * Close it last: it closes what its provider still holds (connections, listeners, its handshake thread).
  *
  * <pre>{@code
  * try (Fabric fabric = Fabric.open();
@@ -39,30 +40,47 @@ public final class Fabric implements AutoCloseable {
         this.provider = provider;
     }
 
-    /** Opens with the configuration from system properties and the environment ({@link JmeshConfig}). */
+    /** Opens with the settings of the system properties and the environment: {@code Fabric.open(new Context())}. */
     public static Fabric open() {
-        return open(JmeshConfig.fromEnvironment());
+        return open(new Context());
     }
 
     /**
-     * Opens the configured provider. {@code auto} takes verbs when this machine has a usable RDMA link and says in
-     * the log why it took TCP otherwise; {@code rdma} fails with the reason when verbs cannot run.
+     * Opens the provider {@code context} names, with its settings: the fabric takes their values now (its own
+     * handshake thread with the context's timeout and limit, its queue-pair options ...). {@code auto} takes the first
+     * provider that can run here (verbs when this machine has a usable RDMA link) and says in the log why it passed
+     * over the others.
      *
-     * @throws VerbsUnavailableException for {@code rdma} without usable RDMA, naming the cause and the fix
+     * @throws IllegalArgumentException     naming every setting of {@code context} that is not valid
+     *                                      ({@link Context#conclude()})
+     * @throws ProviderUnavailableException when the provider named cannot run here, or none can for {@code auto};
+     *                                      the message names the cause and the fix
      */
-    public static Fabric open(JmeshConfig config) {
-        return switch (config.provider()) {
-            case RDMA -> new Fabric(RdmaProvider.open(config));
-            case TCP -> new Fabric(TcpProvider.open(config));
-            case AUTO -> {
-                try {
-                    yield new Fabric(RdmaProvider.open(config));
-                } catch (VerbsUnavailableException e) {
-                    LOG.info("using the TCP provider: {}", e.getMessage());
-                    yield new Fabric(TcpProvider.open(config));
+    public static Fabric open(Context context) {
+        context.conclude();
+        if (Providers.all().isEmpty()) {
+            throw new IllegalStateException(Providers.noneFound());
+        }
+        String name = context.provider();
+        if (!name.equals(Providers.AUTO)) {
+            return new Fabric(Providers.find(name).open(context));
+        }
+        List<String> passedOver = new ArrayList<>();
+        ProviderUnavailableException last = null;
+        for (ProviderFactory f : Providers.autoCandidates()) {
+            try {
+                Provider p = f.open(context);
+                if (!passedOver.isEmpty()) {
+                    LOG.info("using the {} provider: {}", p.name(), String.join("; ", passedOver));
                 }
+                return new Fabric(p);
+            } catch (ProviderUnavailableException e) {
+                passedOver.add(e.getMessage());
+                last = e;
             }
-        };
+        }
+        throw new ProviderUnavailableException(Providers.AUTO, "no jmesh provider can run here: "
+                + String.join("; ", passedOver), last);
     }
 
     /** "rdma" or "tcp". */

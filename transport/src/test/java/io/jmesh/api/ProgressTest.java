@@ -1,6 +1,5 @@
 package io.jmesh.api;
 
-import io.jmesh.transport.config.JmeshConfig;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -44,8 +43,7 @@ class ProgressTest {
     private Receiver receiver;
 
     static Fabric tcp(String addresses) {
-        return Fabric.open(JmeshConfig.of(Map.of(JmeshConfig.PROVIDER.property(), "tcp",
-                JmeshConfig.ADDRESSES.property(), addresses), Map.of()));
+        return Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp").addresses(addresses));
     }
 
     /** Connects a to b through the plain poll API (bounded by PATIENCE_S). */

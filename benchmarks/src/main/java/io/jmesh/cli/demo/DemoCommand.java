@@ -2,6 +2,7 @@ package io.jmesh.cli.demo;
 
 import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Connections;
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
@@ -11,7 +12,6 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.cli.Args;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.NoRouteException;
 import io.jmesh.transport.net.Route;
@@ -120,8 +120,9 @@ public final class DemoCommand {
             out.println("[1/3] the nodes, each listening on all its addresses; the handle is what a peer is given:");
             for (int i = 0; i < n; i++) {
                 Node node = NODES.get(i);
-                fabrics[i] = Fabric.open(JmeshConfig.of(Map.of(JmeshConfig.PROVIDER.property(), "tcp",
-                        JmeshConfig.ADDRESSES.property(), node.addresses()), Map.of()));
+                // the environment's JMESH_* settings are for real meshes, not this loopback triangle
+                fabrics[i] = Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp")
+                        .addresses(node.addresses()));
                 open.add(fabrics[i]);
                 src[i] = fabrics[i].register(arena.allocate(maxSize, 4096));
                 open.add(src[i]);

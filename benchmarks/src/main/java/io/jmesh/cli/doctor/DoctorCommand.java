@@ -2,6 +2,7 @@ package io.jmesh.cli.doctor;
 
 import io.jmesh.api.Connections;
 import io.jmesh.api.Connector;
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
@@ -12,7 +13,6 @@ import io.jmesh.api.Status;
 import io.jmesh.cli.Args;
 import io.jmesh.cli.FabricSupport;
 import io.jmesh.cli.perf.Oob;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.NoRouteException;
@@ -60,9 +60,9 @@ public final class DoctorCommand {
     private final Duration timeout;
     private final int port;
     private final String name;
-    private final JmeshConfig config;
+    private final Context config;
 
-    private DoctorCommand(PrintStream out, Duration timeout, int port, String name, JmeshConfig config) {
+    private DoctorCommand(PrintStream out, Duration timeout, int port, String name, Context config) {
         this.out = out;
         this.timeout = timeout;
         this.port = port;
@@ -79,7 +79,7 @@ public final class DoctorCommand {
         Duration timeout = Duration.ofSeconds(a.integer("timeout", 30, 1, 3600));
         int port = (int) a.integer("port", DEFAULT_PORT, 1, 65535);
         String name = a.string("name", hostName());
-        JmeshConfig config = FabricSupport.config(FabricSupport.overrides(a.string("provider", "auto"), -1));
+        Context config = FabricSupport.context(a.string("provider", "auto"), -1);
         DoctorCommand d = new DoctorCommand(out, timeout, port, name, config);
         try {
             if (a.flag("serve")) {

@@ -2,6 +2,7 @@ package io.jmesh.cli.perf;
 
 import io.jmesh.api.Connections;
 import io.jmesh.api.Connector;
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
@@ -10,7 +11,6 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Sender;
 import io.jmesh.cli.FabricSupport;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.NoRouteException;
 import io.jmesh.transport.net.Route;
@@ -47,7 +47,7 @@ final class PerfClient {
     void run() throws IOException, NoRouteException {
         boolean lat = o.test().equals("lat");
         try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout())) {
-            JmeshConfig config = FabricSupport.config(o.overrides());
+            Context config = o.context();
             PerfHeader header = new PerfHeader(o, out, FabricSupport.discover(config)); // before the fabric opens
             List<AutoCloseable> open = new ArrayList<>();
             try (Fabric fabric = FabricSupport.open(config); Arena arena = Arena.ofShared()) {

@@ -101,13 +101,10 @@ public record PerfOptions(String test, String server, String device, int gidInde
                 Duration.ofSeconds(a.integer("settle", 60, 0, 3600)), op);
     }
 
-    /** The configuration overrides these options make. */
-    public Map<String, String> overrides() {
-        Map<String, String> m = io.jmesh.cli.FabricSupport.overrides(provider, gidIndex);
-        if (addresses != null) {
-            m.put(io.jmesh.transport.config.JmeshConfig.ADDRESSES.property(), addresses);
-        }
-        return m;
+    /** The process's settings with these options on top. */
+    public io.jmesh.api.Context context() {
+        io.jmesh.api.Context c = io.jmesh.cli.FabricSupport.context(provider, gidIndex);
+        return addresses == null ? c : c.addresses(addresses);
     }
 
     public boolean isServer() {

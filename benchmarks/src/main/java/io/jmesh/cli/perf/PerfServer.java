@@ -2,6 +2,7 @@ package io.jmesh.cli.perf;
 
 import io.jmesh.api.Connections;
 import io.jmesh.api.Connector;
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
@@ -10,7 +11,6 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Sender;
 import io.jmesh.cli.FabricSupport;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.NoRouteException;
 import io.jmesh.transport.net.Route;
@@ -75,7 +75,7 @@ final class PerfServer {
                     + "': run the same jmesh version on both ends");
         }
         RemoteRegion peerRegion = write ? region(hello, 2 * maxSize) : null;
-        JmeshConfig config = FabricSupport.config(o.overrides());
+        Context config = o.context();
         PerfHeader header = new PerfHeader(o, out, FabricSupport.discover(config)); // before the fabric opens
         try (Fabric fabric = FabricSupport.open(config); Listener listener = fabric.listen();
              Arena arena = Arena.ofShared()) {

@@ -1,6 +1,5 @@
 package io.jmesh.transport.discovery;
 
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.verbs.Errno;
 import io.jmesh.verbs.Verbs;
@@ -27,7 +26,7 @@ import java.util.OptionalInt;
  * once, with the reason, and the scan goes on.
  *
  * <pre>{@code
- * DiscoveryResult found = Discovery.scan(JmeshConfig.fromEnvironment());
+ * DiscoveryResult found = Discovery.scan(OptionalInt.empty());       // or the GID index JMESH_GID_INDEX forces
  * found.devices().forEach(d -> System.out.println(d.name()));
  * }</pre>
  */
@@ -37,15 +36,19 @@ public final class Discovery {
     private Discovery() {
     }
 
-    /** Scans the machine. Never throws for a missing library, kernel support or device: the result says why. */
-    public static DiscoveryResult scan(JmeshConfig config) {
+    /**
+     * Scans the machine. Never throws for a missing library, kernel support or device: the result says why.
+     *
+     * @param forcedGid the GID index to use on every port ({@code Context.gidIndex()}), or empty to find for each
+     *                  address the RoCE v2 GID that maps it
+     */
+    public static DiscoveryResult scan(OptionalInt forcedGid) {
         Verbs verbs;
         try {
             verbs = Verbs.load();
         } catch (VerbsUnavailableException e) {
             return DiscoveryResult.unavailable(e.getMessage());
         }
-        OptionalInt forcedGid = config.gidIndex();
         List<RdmaDevice> devices = new ArrayList<>();
         List<String> problems = new ArrayList<>();
         try (Verbs.DeviceList list = verbs.deviceList()) {

@@ -7,7 +7,6 @@ import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.Route;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.channels.CancelledKeyException;
@@ -28,10 +27,12 @@ import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 /**
- * Runs every handshake of the process on one daemon thread, {@value #THREAD_NAME}, around an NIO selector. Its duty
- * cycle: wait for socket events (at most until the next deadline), run queued commands, expire deadlines. Public
- * methods may be called from any thread and never wait for the network: they bind sockets or queue a command and
- * return an object whose status is read with a volatile read.
+ * Runs the handshakes of one provider (one fabric) on one daemon thread, {@value #THREAD_NAME}, around an NIO
+ * selector, with that fabric's {@link HandshakeSettings}: each fabric starts its own agent and closes it with itself,
+ * so two fabrics of one process may have different timeouts and limits. Its duty cycle: wait for socket events (at
+ * most until the next deadline), run queued commands, expire deadlines. Public methods may be called from any thread
+ * and never wait for the network: they bind sockets or queue a command and return an object whose status is read
+ * with a volatile read.
  *
  * <p>Defences: each listener binds its mesh addresses only (no wildcard); every socket has a deadline for the whole
  * handshake; frames are bounded ({@value Frame#MAX_BODY} bytes) and checked (magic, version, type, secret in constant
@@ -40,7 +41,7 @@ import org.apache.logging.log4j.Logger;
  * is disturbed.
  *
  * <pre>{@code
- * HandshakeAgent agent = HandshakeAgent.shared();
+ * HandshakeAgent agent = HandshakeAgent.start(new HandshakeSettings(Duration.ofSeconds(10), 32));
  * HandshakeListener listener = agent.listen(localPrefixes);        // listen side: publish listener.handle()
  * Route route = RouteSelector.best(localLinks, peerHandle);        // connect side
  * OutboundHandshake out = agent.connect(peerHandle, route, myQpInfo);
@@ -56,9 +57,7 @@ public final class HandshakeAgent implements AutoCloseable {
     private static final long MAX_IDLE_MILLIS = 100;
     private static final int ACCEPTS_PER_CYCLE = 64;
     private static final int BACKLOG = 64;
-    private static final String CLOSED = "the jmesh handshake agent is closed (process shutting down?)";
-
-    private static HandshakeAgent shared;
+    private static final String CLOSED = "the jmesh handshake agent is closed (its fabric was closed)";
 
     private final HandshakeSettings settings;
     private final long timeoutNanos;
@@ -93,7 +92,7 @@ public final class HandshakeAgent implements AutoCloseable {
         this.thread = Thread.ofPlatform().daemon().name(THREAD_NAME).unstarted(this::run);
     }
 
-    /** Starts a standalone agent with its own thread (tests, embedding); {@link #close()} stops it. */
+    /** Starts an agent with its own thread; {@link #close()} stops it. A provider starts one and closes it last. */
     public static HandshakeAgent start(HandshakeSettings settings) throws IOException {
         return start(settings, System::nanoTime);
     }
@@ -125,21 +124,8 @@ public final class HandshakeAgent implements AutoCloseable {
         return true;
     }
 
-    /** The process's agent, started on first use with default settings. */
-    public static HandshakeAgent shared() {
-        return shared(HandshakeSettings.defaults());
-    }
-
-    /** The process's agent; {@code settings} apply only if this call starts it. */
-    public static synchronized HandshakeAgent shared(HandshakeSettings settings) {
-        if (shared == null || !shared.running) {
-            try {
-                shared = start(settings);
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
-            }
-        }
-        return shared;
+    public HandshakeSettings settings() {
+        return settings;
     }
 
     /** Connections dropped for misbehaving (bad frames, wrong secret, deadline, over the cap), since start. */

@@ -1,12 +1,13 @@
 package io.jmesh.transport.rdma;
 
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.Context;
 import io.jmesh.transport.discovery.Discovery;
 import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.discovery.PortAddress;
 import io.jmesh.transport.discovery.RdmaDevice;
 import io.jmesh.transport.discovery.RdmaPort;
 import io.jmesh.transport.handshake.HandshakeAgent;
+import io.jmesh.transport.handshake.HandshakeSettings;
 import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.verbs.DeviceContext;
 import io.jmesh.transport.verbs.ProtectionDomain;
@@ -21,6 +22,7 @@ import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
@@ -33,16 +35,17 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 
 /**
  * jmesh over verbs: the usable local links (an ACTIVE port's address with its RoCE v2 GID), one device context and
- * protection domain per device used (opened on first use, closed last), listeners and connectors.
+ * protection domain per device used (opened on first use, closed last), listeners and connectors, and the handshake
+ * agent (a thread) that runs this provider's connects and accepts with the context's timeout and limit.
  *
  * <pre>{@code
- * try (RdmaProvider rdma = RdmaProvider.open(JmeshConfig.fromEnvironment())) {
+ * try (RdmaProvider rdma = RdmaProvider.open(new Context())) {
  *     RdmaListener listener = rdma.listen();          // publish listener.handle().encode()
  *     RdmaConnect c = rdma.connect(peerHandle);       // then c.poll() until it returns the sender
  * }
  * }</pre>
  */
-public final class RdmaProvider implements io.jmesh.api.Provider {
+public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     private static final Logger LOG = LogManager.getLogger(RdmaProvider.class);
     /** Registrations cover whole pages of this size. */
     private static final long PAGE = 4096;
@@ -93,8 +96,9 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
      * @throws VerbsUnavailableException when verbs cannot run here, or no port has a usable address; the message says
      *                                   why and what to do
      */
-    public static RdmaProvider open(JmeshConfig config) {
-        DiscoveryResult found = Discovery.scan(config);
+    public static RdmaProvider open(Context context) {
+        context.conclude();
+        DiscoveryResult found = Discovery.scan(context.gidIndex());
         if (found.unavailable() != null) {
             throw new VerbsUnavailableException(found.unavailable(), 0);
         }
@@ -104,8 +108,17 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
                     + "GID" + (found.problems().isEmpty() ? "" : " (" + String.join("; ", found.problems()) + ")")
                     + "; run 'jmesh devices' to see each port and address", 0);
         }
-        return new RdmaProvider(Verbs.load(), links, QpOptions.from(config), HandshakeAgent.shared(),
-                config.qpsPerConnection(), config.multiLink());
+        Verbs verbs = Verbs.load();
+        QpOptions options = QpOptions.of(context.ibTimeout(), context.ibRetryCount(), context.ibRnrRetry(),
+                context.ibServiceLevel(), context.ibTrafficClass());
+        HandshakeAgent agent;
+        try {
+            agent = HandshakeAgent.start(new HandshakeSettings(context.handshakeTimeout(),
+                    context.handshakeMaxPending()));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
+        }
+        return new RdmaProvider(verbs, links, options, agent, context.qpsPerConnection(), context.multiLink());
     }
 
     /** Every (device, port, address) that can carry a connection, from a discovery result. */
@@ -395,7 +408,8 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
 
     /**
      * Closes open connections, then listeners, then registrations still open, then every protection domain and
-     * device, in that order; reports the first failure. Connections must not be in use by other threads meanwhile.
+     * device, then the handshake agent, in that order; reports the first failure. Connections must not be in use by
+     * other threads meanwhile.
      */
     @Override
     public synchronized void close() {
@@ -447,6 +461,8 @@ public final class RdmaProvider implements io.jmesh.api.Provider {
             }
         }
         domains.clear();
+        // last: the listeners and connects closed above have handed their sockets back to it
+        agent.close();
         if (first != null) {
             throw first;
         }

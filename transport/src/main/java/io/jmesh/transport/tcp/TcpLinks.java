@@ -1,6 +1,6 @@
 package io.jmesh.transport.tcp;
 
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.Setting;
 import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.transport.net.LocalLink;
 
@@ -30,8 +30,8 @@ final class TcpLinks {
     private TcpLinks() {
     }
 
-    static List<LocalLink> discover(JmeshConfig config) {
-        return select(config.addresses(), interfaces(), TcpLinks::speedMbps);
+    static List<LocalLink> discover(List<IpPrefix> wanted) {
+        return select(wanted, interfaces(), TcpLinks::speedMbps);
     }
 
     /**
@@ -49,12 +49,12 @@ final class TcpLinks {
             for (IpPrefix w : wanted) {
                 InterfaceAddressInfo match = find(w.address(), interfaces);
                 if (match == null) {
-                    throw new IllegalArgumentException(JmeshConfig.ADDRESSES.env() + " lists " + w + ", which is not "
+                    throw new IllegalArgumentException(Setting.ADDRESSES.env() + " lists " + w + ", which is not "
                             + "an address of this host (its addresses: " + describe(interfaces) + "); correct the "
                             + "list or assign the address (check 'ip addr')");
                 }
                 if (!match.up()) {
-                    throw new IllegalArgumentException(JmeshConfig.ADDRESSES.env() + " lists " + w + ", but its "
+                    throw new IllegalArgumentException(Setting.ADDRESSES.env() + " lists " + w + ", but its "
                             + "interface " + match.device() + " is down; bring it up ('ip link set " + match.device()
                             + " up') or remove the address");
                 }
@@ -72,7 +72,7 @@ final class TcpLinks {
         if (links.isEmpty()) {
             throw new IllegalStateException("no usable address for the TCP provider: no interface that is up has an "
                     + "address other than loopback and link-local (" + describe(interfaces) + "); assign one per "
-                    + "mesh link (check 'ip addr') or list them in " + JmeshConfig.ADDRESSES.env());
+                    + "mesh link (check 'ip addr') or list them in " + Setting.ADDRESSES.env());
         }
         return List.copyOf(links);
     }

@@ -1,8 +1,8 @@
 package io.jmesh.transport.tcp;
 
-import io.jmesh.api.Provider;
+import io.jmesh.api.Context;
 import io.jmesh.api.Registration;
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.spi.Provider;
 import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.handshake.HandshakeSettings;
 import io.jmesh.transport.net.ListenHandle;
@@ -14,6 +14,7 @@ import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.time.Duration;
@@ -32,14 +33,15 @@ import java.util.Set;
  * owner's receiver ({@link TcpOpServer}) applies and serves them while its application polls it, where verbs has the NIC do it.
  *
  * <pre>{@code
- * try (TcpProvider tcp = TcpProvider.open(JmeshConfig.fromEnvironment())) {
+ * try (TcpProvider tcp = TcpProvider.open(new Context())) {
  *     TcpListener listener = tcp.listen();            // publish listener.handle()
  *     TcpConnect c = tcp.connect(peerHandle);         // then c.poll() until it returns the sender
  * }
  * }</pre>
  *
  * <p>The provider owns what it creates: {@link #close()} closes the listeners, unfinished connects and connections
- * that are still open, in that order. Registrations stay the caller's.
+ * that are still open, in that order, and then its handshake agent (the thread that runs its handshakes with the
+ * context's timeout and limit). Registrations stay the caller's.
  */
 public final class TcpProvider implements Provider {
     private static final Logger LOG = LogManager.getLogger(TcpProvider.class);
@@ -65,12 +67,18 @@ public final class TcpProvider implements Provider {
      * @throws IllegalArgumentException when a configured address is not on this host (the message names it)
      * @throws IllegalStateException    when no interface has a usable address
      */
-    public static TcpProvider open(JmeshConfig config) {
-        List<LocalLink> links = TcpLinks.discover(config);
-        HandshakeAgent agent = HandshakeAgent.shared(new HandshakeSettings(config.handshakeTimeout(),
-                config.handshakeMaxPending()));
-        LOG.info("jmesh tcp: links {}, {} data sockets per connection", links, config.tcpSockets());
-        return new TcpProvider(links, config.tcpSockets(), config.handshakeTimeout(), agent);
+    public static TcpProvider open(Context context) {
+        context.conclude();
+        List<LocalLink> links = TcpLinks.discover(context.addresses());
+        HandshakeAgent agent;
+        try {
+            agent = HandshakeAgent.start(new HandshakeSettings(context.handshakeTimeout(),
+                    context.handshakeMaxPending()));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
+        }
+        LOG.info("jmesh tcp: links {}, {} data sockets per connection", links, context.tcpSockets());
+        return new TcpProvider(links, context.tcpSockets(), context.handshakeTimeout(), agent);
     }
 
     @Override
@@ -188,7 +196,10 @@ public final class TcpProvider implements Provider {
         owned.remove(c);
     }
 
-    /** Closes the listeners, then unfinished connects, then open connections; reports the first failure. */
+    /**
+     * Closes the listeners, then unfinished connects, then open connections, then the handshake agent; reports the
+     * first failure.
+     */
     @Override
     public void close() {
         List<AutoCloseable> toClose;
@@ -212,6 +223,7 @@ public final class TcpProvider implements Provider {
                 }
             }
         }
+        agent.close();
         if (first != null) {
             throw first;
         }

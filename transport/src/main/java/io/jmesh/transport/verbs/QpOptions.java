@@ -1,7 +1,5 @@
 package io.jmesh.transport.verbs;
 
-import io.jmesh.transport.config.JmeshConfig;
-
 /**
  * How a queue pair is created and connected. The defaults are NCCL's IB transport's: ACK timeout 20, retry count 7,
  * RNR retry 7; the depths allow 32 requests in flight with room for the flow-control writes.
@@ -21,8 +19,8 @@ import io.jmesh.transport.config.JmeshConfig;
 public record QpOptions(int maxSendWr, int maxRecvWr, int maxSendSge, int maxRecvSge, int maxInline, int timeout,
                         int retryCount, int rnrRetry, int serviceLevel, int trafficClass, int hopLimit) {
 
-    public static QpOptions from(JmeshConfig config) {
-        return new QpOptions(256, 256, 1, 1, 0, config.ibTimeout(), config.ibRetryCount(), config.ibRnrRetry(),
-                config.ibServiceLevel(), config.ibTrafficClass(), 64);
+    /** The default depths with these timeouts and retries ({@code JMESH_IB_*}). */
+    public static QpOptions of(int timeout, int retryCount, int rnrRetry, int serviceLevel, int trafficClass) {
+        return new QpOptions(256, 256, 1, 1, 0, timeout, retryCount, rnrRetry, serviceLevel, trafficClass, 64);
     }
 }

@@ -1,7 +1,7 @@
 package io.jmesh.api.contract;
 
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.testbed.TestbedEnv;
 import org.junit.jupiter.api.Tag;
 
@@ -23,8 +23,7 @@ class RdmaSenderReceiverContractTest extends SenderReceiverContract {
     @Override
     protected Fabric openFabric() {
         TestbedEnv.require();
-        Fabric fabric = Fabric.open(JmeshConfig.of(Map.of(JmeshConfig.PROVIDER.property(), "rdma"),
-                System.getenv()));
+        Fabric fabric = Fabric.open(Context.from(Map.of(), System.getenv()).provider("rdma"));
         assertEquals("rdma", fabric.provider());
         return fabric;
     }

@@ -1,7 +1,7 @@
 package io.jmesh.api.contract;
 
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
-import io.jmesh.transport.config.JmeshConfig;
 
 import java.util.Map;
 
@@ -12,8 +12,7 @@ import java.util.Map;
 class TcpSenderReceiverContractTest extends SenderReceiverContract {
     @Override
     protected Fabric openFabric() {
-        return Fabric.open(JmeshConfig.of(Map.of(JmeshConfig.PROVIDER.property(), "tcp",
-                JmeshConfig.ADDRESSES.property(), "127.0.101.2/24"), Map.of()));
+        return Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp").addresses("127.0.101.2/24"));
     }
 
     /** One ordered stream per connection: the sender reports a request only once every earlier one is done. */

@@ -1,13 +1,13 @@
 package io.jmesh.transport.discovery;
 
 import io.jmesh.testbed.TestbedEnv;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.IpPrefix;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -20,7 +20,7 @@ class DiscoveryInTestbedTest {
     @Test
     void findsEveryRxeDeviceWithItsNetdevAddressAndRoceV2Gid() {
         TestbedEnv.require();
-        DiscoveryResult found = Discovery.scan(JmeshConfig.of(Map.of(), Map.of()));
+        DiscoveryResult found = Discovery.scan(OptionalInt.empty());
         assertNull(found.unavailable());
         Map<String, RdmaDevice> byName = found.devices().stream()
                 .collect(Collectors.toMap(RdmaDevice::name, d -> d));
@@ -42,7 +42,7 @@ class DiscoveryInTestbedTest {
     @Test
     void aForcedGidIndexIsUsedForEveryAddress() {
         TestbedEnv.require();
-        DiscoveryResult found = Discovery.scan(JmeshConfig.of(Map.of(), Map.of("JMESH_GID_INDEX", "0")));
+        DiscoveryResult found = Discovery.scan(OptionalInt.of(0));
         for (RdmaDevice d : found.devices()) {
             for (PortAddress a : d.ports().getFirst().addresses()) {
                 assertEquals(0, a.gidIndex());

@@ -18,7 +18,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.transport.net.ListenAddress;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
@@ -75,17 +74,6 @@ class HandshakeAgentTest {
         Thread t = Thread.getAllStackTraces().keySet().stream()
                 .filter(x -> x.getName().equals(HandshakeAgent.THREAD_NAME)).findFirst().orElseThrow();
         assertTrue(t.isDaemon());
-    }
-
-    @Test
-    void sharedAgentIsStartedOnceAndRestartsAfterClose() {
-        HandshakeAgent a = HandshakeAgent.shared();
-        assertEquals(a, HandshakeAgent.shared());
-        a.close();
-        HandshakeAgent b = HandshakeAgent.shared();
-        assertNotEquals(a, b);
-        assertTrue(b.isRunning());
-        b.close();
     }
 
     @Test

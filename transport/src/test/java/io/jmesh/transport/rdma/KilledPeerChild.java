@@ -27,7 +27,7 @@ final class KilledPeerChild {
     public static void main(String[] args) throws Exception {
         String survivorKey = args[0];
         String childKey = args[1];
-        RdmaProvider provider = RdmaProvider.open(RdmaTestbedSupport.failureConfig());
+        RdmaProvider provider = RdmaProvider.open(RdmaTestbedSupport.failureContext());
         RdmaListener listener = provider.listen();
         RdmaTestbedSupport.publishHandle(childKey, listener.handle());
         ListenHandle survivor = RdmaTestbedSupport.awaitListenHandle(survivorKey);

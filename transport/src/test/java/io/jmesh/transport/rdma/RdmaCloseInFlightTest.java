@@ -71,7 +71,7 @@ class RdmaCloseInFlightTest {
         me = TestbedEnv.name();
         peer = TestbedEnv.peers().getFirst();
         before = RdmaTestbedSupport.rdmaResources();
-        provider = RdmaProvider.open(RdmaTestbedSupport.failureConfig());
+        provider = RdmaProvider.open(RdmaTestbedSupport.failureContext());
         listener = provider.listen();
         RdmaTestbedSupport.publishHandle("close-handle-" + me, listener.handle());
         arena = Arena.ofShared();

@@ -83,7 +83,7 @@ class RdmaKilledPeerTest {
     private static void survive() throws Exception {
         String me = TestbedEnv.name();
         Map<String, Long> before = RdmaTestbedSupport.rdmaResources();
-        RdmaProvider provider = RdmaProvider.open(RdmaTestbedSupport.failureConfig());
+        RdmaProvider provider = RdmaProvider.open(RdmaTestbedSupport.failureContext());
         List<AutoCloseable> open = new ArrayList<>();
         Arena arena = Arena.ofShared();
         boolean passed = false;

@@ -1,6 +1,7 @@
 package io.jmesh.transport.rdma;
 
 import io.jmesh.api.Connections;
+import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
@@ -10,7 +11,6 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.testbed.TestbedEnv;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.NoRouteException;
@@ -61,8 +61,7 @@ class RdmaLineTest {
         List<String> myIps = TestbedEnv.devices().stream().map(d -> TestbedEnv.dev(d, "IP")).toList();
         Map<String, Long> before = RdmaTestbedSupport.rdmaResources();
 
-        JmeshConfig config = JmeshConfig.of(Map.of(JmeshConfig.PROVIDER.property(), "rdma"), System.getenv());
-        Fabric fabric = Fabric.open(config);
+        Fabric fabric = Fabric.open(new Context().provider("rdma"));
         assertEquals("rdma", fabric.provider());
         List<AutoCloseable> open = new ArrayList<>();
         Arena arena = Arena.ofShared();

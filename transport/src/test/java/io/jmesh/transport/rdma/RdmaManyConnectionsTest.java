@@ -5,7 +5,7 @@ import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.testbed.TestbedEnv;
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.Context;
 import io.jmesh.transport.net.ListenHandle;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -62,7 +62,7 @@ class RdmaManyConnectionsTest {
         String peer = TestbedEnv.peers().getFirst();
         Map<String, Long> before = rdmaResources();
 
-        RdmaProvider provider = RdmaProvider.open(JmeshConfig.fromEnvironment());
+        RdmaProvider provider = RdmaProvider.open(new Context());
         List<AutoCloseable> open = new ArrayList<>();   // closed in reverse order, also when the test fails
         Arena arena = Arena.ofShared();
         boolean passed = false;

@@ -3,12 +3,12 @@ package io.jmesh.transport.rdma;
 import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.transport.core.Cts;
+import io.jmesh.api.Context;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.testbed.TestbedEnv;
-import io.jmesh.transport.config.JmeshConfig;
 import io.jmesh.transport.net.ListenHandle;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -62,7 +62,7 @@ class RdmaMeshTest {
         TestbedEnv.require();
         String me = TestbedEnv.name();
         List<String> peers = TestbedEnv.peers();
-        provider = RdmaProvider.open(JmeshConfig.fromEnvironment());
+        provider = RdmaProvider.open(new Context());
         listener = provider.listen();
         TestbedEnv.publish("handle-" + me, HexFormat.of().formatHex(listener.handle()));
         arena = Arena.ofShared();
@@ -490,7 +490,7 @@ class RdmaMeshTest {
         TestbedEnv.require();
         String me = TestbedEnv.name();
         List<String> peers = TestbedEnv.peers();
-        int qps = JmeshConfig.fromEnvironment().qpsPerConnection();
+        int qps = new Context().qpsPerConnection();
         long size = 32L << 20;
         for (int p = 0; p < peers.size(); p++) {
             String peer = peers.get(p);

@@ -5,7 +5,7 @@ import io.jmesh.api.Receiver;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.testbed.TestbedEnv;
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.Context;
 import io.jmesh.transport.net.ListenHandle;
 
 import java.io.File;
@@ -48,10 +48,9 @@ final class RdmaTestbedSupport {
     private RdmaTestbedSupport() {
     }
 
-    /** The environment's configuration with the failure tests' QP timeout and retry count. */
-    static JmeshConfig failureConfig() {
-        return JmeshConfig.of(Map.of(JmeshConfig.IB_TIMEOUT.property(), Integer.toString(IB_TIMEOUT),
-                JmeshConfig.IB_RETRY_COUNT.property(), Integer.toString(IB_RETRY)), System.getenv());
+    /** The environment's settings with the failure tests' QP timeout and retry count. */
+    static Context failureContext() {
+        return new Context().ibTimeout(IB_TIMEOUT).ibRetryCount(IB_RETRY);
     }
 
     /** One RC ACK timeout in milliseconds: 4.096 us * 2^exponent. */

@@ -6,7 +6,7 @@ import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.Setting;
 import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.transport.net.ListenAddress;
 import io.jmesh.transport.net.ListenHandle;
@@ -133,7 +133,7 @@ class TcpProviderTest {
 
     @Test
     void ipv6Loopback() throws Exception {
-        TcpProvider a = provider("::1/128", JmeshConfig.TCP_SOCKETS.property(), "2");
+        TcpProvider a = provider("::1/128", Setting.TCP_SOCKETS.property(), "2");
         TcpProvider b = provider("::1/128");
         TcpTestSupport.Pair p = connect(a, b.listen());
         assertEquals(2, TcpTestSupport.conn(p.sender()).count(), "the listener grants what the connector asked for, at most its own");
@@ -678,7 +678,7 @@ class TcpProviderTest {
     @Test
     void hostileClientsOnTheDataPortAreDroppedWithoutDisturbingGoodConnections() throws Exception {
         TcpProvider a = provider("127.0.101.2/24");
-        TcpProvider b = provider("127.0.101.3/24", JmeshConfig.HANDSHAKE_TIMEOUT_MS.property(), "1000");
+        TcpProvider b = provider("127.0.101.3/24", Setting.HANDSHAKE_TIMEOUT_MS.property(), "1000");
         TcpListener l = b.listen();
         TcpTestSupport.Pair good = connect(a, l);
         int port = l.dataPort(InetAddress.getByName("127.0.101.3"));

@@ -4,7 +4,8 @@ import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
-import io.jmesh.transport.config.JmeshConfig;
+import io.jmesh.api.Context;
+import io.jmesh.api.Setting;
 import io.jmesh.transport.net.ListenHandle;
 
 import java.lang.foreign.MemorySegment;
@@ -34,11 +35,11 @@ final class TcpTestSupport {
     /** A provider on the given 127.x addresses (with prefixes), 4 data sockets unless overridden. */
     static TcpProvider provider(String addresses, String... extra) {
         Map<String, String> props = new HashMap<>();
-        props.put(JmeshConfig.ADDRESSES.property(), addresses);
+        props.put(Setting.ADDRESSES.property(), addresses);
         for (int i = 0; i + 1 < extra.length; i += 2) {
             props.put(extra[i], extra[i + 1]);
         }
-        return TcpProvider.open(JmeshConfig.of(props, Map.of()));
+        return TcpProvider.open(Context.from(props, Map.of()));
     }
 
     /** A connected pair. */

@@ -1,5 +1,9 @@
-package io.jmesh.api;
+package io.jmesh.api.spi;
 
+import io.jmesh.api.Connector;
+import io.jmesh.api.Fabric;
+import io.jmesh.api.Listener;
+import io.jmesh.api.Registration;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.NoRouteException;
@@ -9,8 +13,10 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
- * A transport behind the API: verbs ({@code rdma}) or sockets ({@code tcp}). {@link Fabric} picks one; applications
- * use the fabric, and only code that adds a transport implements this.
+ * A transport behind the API: verbs ({@code rdma}) or sockets ({@code tcp}). A {@link ProviderFactory} opens it and
+ * {@link Fabric} wraps it; applications use the fabric, and only code that adds a transport implements this. A
+ * provider owns what it creates (listeners, connects, connections, its handshake agent) and closes it in
+ * {@link #close()}.
  *
  * <pre>{@code
  * try (Fabric fabric = Fabric.open()) {               // JMESH_PROVIDER=auto|rdma|tcp

@@ -1,0 +1,398 @@
+package io.jmesh.api;
+
+import io.jmesh.transport.net.IpPrefix;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.OptionalInt;
+import java.util.StringJoiner;
+import java.util.function.Function;
+
+/**
+ * The settings of one {@link Fabric}, in the manner of Aeron's {@code MediaDriver.Context}: every setting is a field
+ * with its default, read once when the context is made from the system property ({@code -Djmesh.ib.timeout}), else
+ * the environment variable ({@code JMESH_IB_TIMEOUT}), else the seed's name ({@code NCCL_MESH_...}) where there is
+ * one (the names: {@link Setting}); fluent setters override them; {@link #conclude()} checks them all at once and
+ * fails naming each bad setting, where its value came from and what it accepts. {@link Fabric#open(Context)}
+ * concludes the context and the fabric takes its values then: a fabric owns its settings (its handshake timeout, its
+ * queue-pair options ...), so two fabrics of one process may differ, and changing a context later changes no fabric
+ * opened with it.
+ *
+ * <pre>{@code
+ * Context ctx = new Context()                     // defaults, then -Djmesh.x, JMESH_X, NCCL_MESH_X
+ *         .provider("tcp")
+ *         .handshakeTimeoutMs(2_000);
+ * try (Fabric fabric = Fabric.open(ctx)) {        // ctx.conclude(): IllegalArgumentException naming a bad setting
+ *     // ...
+ * }
+ * }</pre>
+ */
+public final class Context {
+    private String provider = Providers.AUTO;
+    private boolean disableRdma = false;
+    private List<IpPrefix> addresses = List.of();
+    private OptionalInt gidIndex = OptionalInt.empty();
+    private int ibTimeout = 20;
+    private int ibRetryCount = 7;
+    private int ibRnrRetry = 7;
+    private int ibServiceLevel = 0;
+    private int ibTrafficClass = 0;
+    private int qpsPerConnection = 1;
+    private boolean multiLink = true;
+    private int tcpSockets = 4;
+    private long handshakeTimeoutMs = 10_000;
+    private int handshakeMaxPending = 32;
+
+    /** Where each value that is not the default came from: "JMESH_IB_TIMEOUT='40'", "Context.ibTimeout(40)". */
+    private final Map<Setting, String> origins = new EnumMap<>(Setting.class);
+    /** Values read that do not fit their setting, with a detail or null; {@link #conclude()} reports them. */
+    private final Map<Setting, String> unreadable = new EnumMap<>(Setting.class);
+
+    /** The defaults, overridden by this JVM's system properties and this process's environment. */
+    public Context() {
+        this(System::getProperty, System::getenv);
+    }
+
+    /** For tests and embedding: the defaults overridden by these maps instead of the process's. */
+    public static Context from(Map<String, String> properties, Map<String, String> environment) {
+        Objects.requireNonNull(properties, "properties");
+        Objects.requireNonNull(environment, "environment");
+        return new Context(properties::get, environment::get);
+    }
+
+    private Context(Function<String, String> properties, Function<String, String> environment) {
+        for (Setting s : Setting.values()) {
+            String name = "-D" + s.property();
+            String value = properties.apply(s.property());
+            if (blank(value)) {
+                name = s.env();
+                value = environment.apply(s.env());
+            }
+            if (blank(value) && s.seedEnv() != null) {
+                name = s.seedEnv();
+                value = environment.apply(s.seedEnv());
+            }
+            if (!blank(value)) {
+                read(s, name, value.trim());
+            }
+        }
+    }
+
+    private static boolean blank(String v) {
+        return v == null || v.isBlank();
+    }
+
+    /** Stores a value read from {@code name}, or notes why it does not fit for {@link #conclude()}. */
+    private void read(Setting s, String name, String value) {
+        origins.put(s, name + "='" + value + "'");
+        try {
+            switch (s) {
+                case PROVIDER -> provider = value.toLowerCase(Locale.ROOT);
+                case ADDRESSES -> addresses = parseAddresses(value);
+                default -> {
+                    long v = Long.parseLong(value);
+                    if (v < s.min() || v > s.max()) {
+                        unreadable.put(s, null);
+                    } else {
+                        store(s, v);
+                    }
+                }
+            }
+        } catch (IllegalArgumentException e) {
+            unreadable.put(s, e instanceof NumberFormatException ? null : e.getMessage());
+        }
+    }
+
+    private void store(Setting s, long v) {
+        switch (s) {
+            case DISABLE_RDMA -> disableRdma = v == 1;
+            case GID_INDEX -> gidIndex = OptionalInt.of((int) v);
+            case IB_TIMEOUT -> ibTimeout = (int) v;
+            case IB_RETRY_COUNT -> ibRetryCount = (int) v;
+            case IB_RNR_RETRY -> ibRnrRetry = (int) v;
+            case IB_SERVICE_LEVEL -> ibServiceLevel = (int) v;
+            case IB_TRAFFIC_CLASS -> ibTrafficClass = (int) v;
+            case QPS_PER_CONNECTION -> qpsPerConnection = (int) v;
+            case MULTI_LINK -> multiLink = v == 1;
+            case TCP_SOCKETS -> tcpSockets = (int) v;
+            case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs = v;
+            case HANDSHAKE_MAX_PENDING -> handshakeMaxPending = (int) v;
+            default -> throw new IllegalArgumentException(s + " is not numeric");
+        }
+    }
+
+    private static List<IpPrefix> parseAddresses(String list) {
+        List<IpPrefix> out = new ArrayList<>();
+        for (String part : list.split(",")) {
+            if (!part.isBlank()) {
+                out.add(IpPrefix.parse(part));
+            }
+        }
+        return List.copyOf(out);
+    }
+
+    /** Records that a setter chose the value: it replaces whatever was read, bad or not. */
+    private Context set(Setting s, String call) {
+        origins.put(s, "Context." + call);
+        unreadable.remove(s);
+        return this;
+    }
+
+    /**
+     * Checks every setting and fails with one message naming each bad one: where its value came from, all its names
+     * and what it accepts, e.g. "JMESH_IB_TIMEOUT='40' is not valid: JMESH_IB_TIMEOUT (-Djmesh.ib.timeout) takes an
+     * integer from 1 to 31 (RC local ACK timeout exponent ...)". {@link Fabric#open(Context)} calls it.
+     *
+     * @return this context
+     * @throws IllegalArgumentException naming every setting that is not valid
+     */
+    public Context conclude() {
+        List<String> problems = new ArrayList<>();
+        for (Setting s : Setting.values()) {
+            if (unreadable.containsKey(s)) {
+                problems.add(problem(s, s.accepts(), unreadable.get(s)));
+            } else if (s == Setting.PROVIDER) {
+                boolean known = provider.equals(Providers.AUTO) || Providers.find(provider) != null;
+                if (!known && !Providers.all().isEmpty()) {
+                    problems.add(problem(s, Providers.choices(), null));
+                }
+            } else if (s.isNumeric() && !(s == Setting.GID_INDEX && gidIndex.isEmpty())) {
+                long v = numeric(s);
+                if (v < s.min() || v > s.max()) {
+                    problems.add(problem(s, s.accepts(), null));
+                }
+            }
+        }
+        if (problems.size() == 1) {
+            throw new IllegalArgumentException(problems.getFirst());
+        }
+        if (!problems.isEmpty()) {
+            throw new IllegalArgumentException(problems.size() + " settings are not valid: "
+                    + String.join("; ", problems));
+        }
+        return this;
+    }
+
+    private String problem(Setting s, String accepts, String detail) {
+        return origins.get(s) + " is not valid" + (detail == null ? "" : " (" + detail + ")") + ": " + s.names()
+                + " takes " + accepts + " (" + s.description() + ")";
+    }
+
+    private long numeric(Setting s) {
+        return switch (s) {
+            case DISABLE_RDMA -> disableRdma ? 1 : 0;
+            case GID_INDEX -> gidIndex.orElse(-1);
+            case IB_TIMEOUT -> ibTimeout;
+            case IB_RETRY_COUNT -> ibRetryCount;
+            case IB_RNR_RETRY -> ibRnrRetry;
+            case IB_SERVICE_LEVEL -> ibServiceLevel;
+            case IB_TRAFFIC_CLASS -> ibTrafficClass;
+            case QPS_PER_CONNECTION -> qpsPerConnection;
+            case MULTI_LINK -> multiLink ? 1 : 0;
+            case TCP_SOCKETS -> tcpSockets;
+            case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs;
+            case HANDSHAKE_MAX_PENDING -> handshakeMaxPending;
+            default -> throw new IllegalArgumentException(s + " is not numeric");
+        };
+    }
+
+    /**
+     * A setting's value as docs/configuration.md writes it: "auto", "20", "all" (every address), "per address" (no
+     * forced GID index).
+     */
+    public String valueText(Setting s) {
+        return switch (s) {
+            case PROVIDER -> provider();
+            case ADDRESSES -> addresses.isEmpty() ? "all"
+                    : String.join(",", addresses.stream().map(IpPrefix::toString).toList());
+            case GID_INDEX -> gidIndex.isEmpty() ? "per address" : Integer.toString(gidIndex.getAsInt());
+            default -> Long.toString(numeric(s));
+        };
+    }
+
+    /** Where a setting's value came from ("JMESH_IB_TIMEOUT='18'", "Context.ibTimeout(18)"), or null: the default. */
+    public String origin(Setting s) {
+        return origins.get(s);
+    }
+
+    /** Every setting with its value, and where it came from when that is not the default. */
+    @Override
+    public String toString() {
+        StringJoiner j = new StringJoiner(", ", "Context{", "}");
+        for (Setting s : Setting.values()) {
+            j.add(s.env() + "=" + valueText(s) + (origins.containsKey(s) ? " from " + origins.get(s) : ""));
+        }
+        return j.toString();
+    }
+
+    // ---- the settings ----------------------------------------------------------------------------------------
+
+    /**
+     * The transport {@link Fabric#open} takes (default "auto": verbs where a usable RDMA link exists, otherwise TCP);
+     * the seed's {@code NCCL_MESH_DISABLE_RDMA=1} means "tcp" unless a provider was named.
+     */
+    public String provider() {
+        return disableRdma && !origins.containsKey(Setting.PROVIDER) ? "tcp" : provider;
+    }
+
+    /** "auto", or a provider's name or alias: "rdma" (also verbs, ib, roce), "tcp" (also socket). */
+    public Context provider(String name) {
+        provider = Objects.requireNonNull(name, "name").trim().toLowerCase(Locale.ROOT);
+        return set(Setting.PROVIDER, "provider(\"" + name + "\")");
+    }
+
+    /** The seed's switch: true forces the TCP provider unless {@link #provider(String)} names one (default false). */
+    public boolean disableRdma() {
+        return disableRdma;
+    }
+
+    public Context disableRdma(boolean disable) {
+        disableRdma = disable;
+        return set(Setting.DISABLE_RDMA, "disableRdma(" + disable + ")");
+    }
+
+    /** The local addresses jmesh may use, or an empty list (the default) for every usable one. */
+    public List<IpPrefix> addresses() {
+        return addresses;
+    }
+
+    public Context addresses(List<IpPrefix> list) {
+        addresses = List.copyOf(list);
+        return set(Setting.ADDRESSES, "addresses(" + list + ")");
+    }
+
+    /** Comma-separated addresses with prefixes, e.g. "192.168.101.2/24,192.168.100.2/24"; checked by conclude. */
+    public Context addresses(String list) {
+        set(Setting.ADDRESSES, "addresses(\"" + list + "\")");
+        try {
+            addresses = parseAddresses(list);
+        } catch (IllegalArgumentException e) {
+            unreadable.put(Setting.ADDRESSES, e.getMessage());
+        }
+        return this;
+    }
+
+    /** The GID index forced on every port, or empty (the default) to take each address's RoCE v2 GID. */
+    public OptionalInt gidIndex() {
+        return gidIndex;
+    }
+
+    public Context gidIndex(OptionalInt index) {
+        gidIndex = Objects.requireNonNull(index, "index");
+        return set(Setting.GID_INDEX, "gidIndex(" + index + ")");
+    }
+
+    public Context gidIndex(int index) {
+        gidIndex = OptionalInt.of(index);
+        return set(Setting.GID_INDEX, "gidIndex(" + index + ")");
+    }
+
+    /** RC local ACK timeout exponent, 4.096 us * 2^value (default 20, as NCCL). */
+    public int ibTimeout() {
+        return ibTimeout;
+    }
+
+    public Context ibTimeout(int exponent) {
+        ibTimeout = exponent;
+        return set(Setting.IB_TIMEOUT, "ibTimeout(" + exponent + ")");
+    }
+
+    /** RC transport retries (default 7, as NCCL). */
+    public int ibRetryCount() {
+        return ibRetryCount;
+    }
+
+    public Context ibRetryCount(int retries) {
+        ibRetryCount = retries;
+        return set(Setting.IB_RETRY_COUNT, "ibRetryCount(" + retries + ")");
+    }
+
+    /** Receiver-not-ready retries (default 7: forever, as NCCL). */
+    public int ibRnrRetry() {
+        return ibRnrRetry;
+    }
+
+    public Context ibRnrRetry(int retries) {
+        ibRnrRetry = retries;
+        return set(Setting.IB_RNR_RETRY, "ibRnrRetry(" + retries + ")");
+    }
+
+    /** Service level of the queue pairs' address vector (default 0). */
+    public int ibServiceLevel() {
+        return ibServiceLevel;
+    }
+
+    public Context ibServiceLevel(int level) {
+        ibServiceLevel = level;
+        return set(Setting.IB_SERVICE_LEVEL, "ibServiceLevel(" + level + ")");
+    }
+
+    /** GRH traffic class, DSCP << 2 (default 0). */
+    public int ibTrafficClass() {
+        return ibTrafficClass;
+    }
+
+    public Context ibTrafficClass(int trafficClass) {
+        ibTrafficClass = trafficClass;
+        return set(Setting.IB_TRAFFIC_CLASS, "ibTrafficClass(" + trafficClass + ")");
+    }
+
+    /** Queue pairs per link of a verbs connection (default 1). */
+    public int qpsPerConnection() {
+        return qpsPerConnection;
+    }
+
+    public Context qpsPerConnection(int qps) {
+        qpsPerConnection = qps;
+        return set(Setting.QPS_PER_CONNECTION, "qpsPerConnection(" + qps + ")");
+    }
+
+    /** Whether a verbs connection spreads over every equally fast link to its peer (default true). */
+    public boolean multiLink() {
+        return multiLink;
+    }
+
+    public Context multiLink(boolean spread) {
+        multiLink = spread;
+        return set(Setting.MULTI_LINK, "multiLink(" + spread + ")");
+    }
+
+    /** Data sockets per TCP connection (default 4). */
+    public int tcpSockets() {
+        return tcpSockets;
+    }
+
+    public Context tcpSockets(int sockets) {
+        tcpSockets = sockets;
+        return set(Setting.TCP_SOCKETS, "tcpSockets(" + sockets + ")");
+    }
+
+    /** How long one connection handshake may take, in milliseconds (default 10 000). */
+    public long handshakeTimeoutMs() {
+        return handshakeTimeoutMs;
+    }
+
+    public Duration handshakeTimeout() {
+        return Duration.ofMillis(handshakeTimeoutMs);
+    }
+
+    public Context handshakeTimeoutMs(long millis) {
+        handshakeTimeoutMs = millis;
+        return set(Setting.HANDSHAKE_TIMEOUT_MS, "handshakeTimeoutMs(" + millis + ")");
+    }
+
+    /** Half-done inbound handshakes a listener holds before it evicts the oldest (default 32). */
+    public int handshakeMaxPending() {
+        return handshakeMaxPending;
+    }
+
+    public Context handshakeMaxPending(int max) {
+        handshakeMaxPending = max;
+        return set(Setting.HANDSHAKE_MAX_PENDING, "handshakeMaxPending(" + max + ")");
+    }
+}

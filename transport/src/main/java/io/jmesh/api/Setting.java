@@ -1,0 +1,114 @@
+package io.jmesh.api;
+
+/**
+ * The names of one jmesh setting and what it accepts. Each setting has a system property ({@code jmesh.gid.index}),
+ * an environment variable ({@code JMESH_GID_INDEX}) and, where the reference plugin had one that means the same, its
+ * seed name ({@code NCCL_MESH_GID_INDEX}); a {@link Context} reads the first one set, in that order. The values live
+ * in the {@link Context}; this enum lists the settings (for docs/configuration.md, 'jmesh doctor' and error messages).
+ *
+ * <pre>{@code
+ * for (Setting s : Setting.values()) {
+ *     System.out.println(s.env() + " = " + new Context().valueText(s));
+ * }
+ * }</pre>
+ */
+public enum Setting {
+    PROVIDER("jmesh.provider", "JMESH_PROVIDER", null, "auto, rdma or tcp",
+            "which transport to use: auto (verbs where a usable RDMA link exists, else TCP), rdma, or tcp"),
+    DISABLE_RDMA("jmesh.disable.rdma", "JMESH_DISABLE_RDMA", "NCCL_MESH_DISABLE_RDMA", 0, 1,
+            "1 forces the TCP provider (the seed's switch; JMESH_PROVIDER=tcp says the same)"),
+    ADDRESSES("jmesh.addresses", "JMESH_ADDRESSES", null, "comma-separated local addresses with prefixes",
+            "comma-separated local addresses with prefixes (e.g. 192.168.101.2/24,192.168.100.2/24) that jmesh may "
+                    + "use; unset: every non-link-local address of the RDMA ports (verbs) or of the interfaces (TCP)"),
+    GID_INDEX("jmesh.gid.index", "JMESH_GID_INDEX", "NCCL_MESH_GID_INDEX", 0, 65535,
+            "force this GID index on every port instead of the RoCE v2 GID that maps each address"),
+    IB_TIMEOUT("jmesh.ib.timeout", "JMESH_IB_TIMEOUT", null, 1, 31,
+            "RC local ACK timeout exponent: 4.096 us * 2^value (NCCL's default 20 is about 4.3 s)"),
+    IB_RETRY_COUNT("jmesh.ib.retry.count", "JMESH_IB_RETRY_CNT", null, 0, 7,
+            "RC transport retries before a send fails with RETRY_EXC_ERR"),
+    IB_RNR_RETRY("jmesh.ib.rnr.retry", "JMESH_IB_RNR_RETRY", null, 0, 7,
+            "receiver-not-ready retries; 7 means retry forever"),
+    IB_SERVICE_LEVEL("jmesh.ib.sl", "JMESH_IB_SL", null, 0, 15, "service level of the QPs' address vector"),
+    IB_TRAFFIC_CLASS("jmesh.ib.tc", "JMESH_IB_TC", null, 0, 255, "traffic class (DSCP << 2) of the QPs' GRH"),
+    QPS_PER_CONNECTION("jmesh.qps.per.connection", "JMESH_QPS_PER_CONNECTION", null, 1, 4,
+            "queue pairs per link of a verbs connection; each message is split across all of them (NCCL's "
+                    + "NCCL_IB_QPS_PER_CONNECTION)"),
+    MULTI_LINK("jmesh.multi.link", "JMESH_MULTI_LINK", null, 0, 1,
+            "1: a verbs connection uses every equally fast link that joins the two nodes (DGX Spark twins) and "
+                    + "splits each message across them; 0: only the best link"),
+    TCP_SOCKETS("jmesh.tcp.sockets", "JMESH_TCP_SOCKETS", null, 1, 16,
+            "data sockets per TCP connection (messages are striped across them)"),
+    HANDSHAKE_TIMEOUT_MS("jmesh.handshake.timeout.ms", "JMESH_HANDSHAKE_TIMEOUT_MS", "NCCL_MESH_TIMEOUT_MS", 100,
+            3_600_000, "how long one connection handshake may take, in milliseconds"),
+    HANDSHAKE_MAX_PENDING("jmesh.handshake.max.pending", "JMESH_HANDSHAKE_MAX_PENDING", null, 1, 4096,
+            "half-done inbound handshakes a listener holds before evicting");
+
+    private final String property;
+    private final String env;
+    private final String seedEnv;
+    private final long min;
+    private final long max;
+    private final String accepts;
+    private final String description;
+
+    Setting(String property, String env, String seedEnv, long min, long max, String description) {
+        this(property, env, seedEnv, min, max, min == 0 && max == 1 ? "0 or 1"
+                : "an integer from " + min + " to " + max, description);
+    }
+
+    Setting(String property, String env, String seedEnv, String accepts, String description) {
+        this(property, env, seedEnv, 0, -1, accepts, description);
+    }
+
+    Setting(String property, String env, String seedEnv, long min, long max, String accepts, String description) {
+        this.property = property;
+        this.env = env;
+        this.seedEnv = seedEnv;
+        this.min = min;
+        this.max = max;
+        this.accepts = accepts;
+        this.description = description;
+    }
+
+    /** The system property, e.g. {@code jmesh.gid.index} (set as {@code -Djmesh.gid.index=3}). */
+    public String property() {
+        return property;
+    }
+
+    /** The environment variable, e.g. {@code JMESH_GID_INDEX}. */
+    public String env() {
+        return env;
+    }
+
+    /** The seed plugin's variable of the same meaning, e.g. {@code NCCL_MESH_GID_INDEX}, or null. */
+    public String seedEnv() {
+        return seedEnv;
+    }
+
+    /** What the setting accepts, e.g. "an integer from 1 to 31". */
+    public String accepts() {
+        return accepts;
+    }
+
+    public String description() {
+        return description;
+    }
+
+    /** Whether this setting is a number (checked against {@link #min()} and {@link #max()}). */
+    public boolean isNumeric() {
+        return max >= min;
+    }
+
+    public long min() {
+        return min;
+    }
+
+    public long max() {
+        return max;
+    }
+
+    /** All names, as an error message gives them: "JMESH_GID_INDEX (-Djmesh.gid.index, NCCL_MESH_GID_INDEX)". */
+    public String names() {
+        return env + " (-D" + property + (seedEnv == null ? "" : ", " + seedEnv) + ")";
+    }
+}
