@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define JM_BOOT_MAGIC 0x4A4D4E43u /* "JMNC" */
-#define JM_ABI_VERSION 1
+#define JM_ABI_VERSION 2
 #define JM_ERROR_BYTES 2048
 
 /*
@@ -66,15 +66,13 @@ typedef struct {
     uint32_t upcallCount;
     uint32_t reserved;
     jm_log_fn log;          /* C -> Java: where log events go */
+    void (*release)(void);  /* Java -> C: after the last context, frees the upcalls and unhooks logging */
     jm_upcalls_t upcalls;   /* Java -> C: filled by bootstrap */
     char error[JM_ERROR_BYTES]; /* Java writes why bootstrap failed */
 } jm_boot_t;
 
-/* jvm.c */
-/* Starts or joins the JVM and runs the Java bootstrap once; fills *out. 0 or an ncclResult_t, *why set on failure. */
+/* jvm.c: starts or joins the JVM and runs the Java bootstrap, which fills boot; 0, or an ncclResult_t and why. */
 int jm_java_start(jm_boot_t* boot, char* why, size_t whyLen);
-/* Frees the Java side's upcall stubs after the last context closed (called through JNI, not through an upcall). */
-void jm_java_release(void);
 
 /* net.c: logging from C */
 void jm_log(int level, uint64_t flags, const char* file, int line, const char* fmt, ...)

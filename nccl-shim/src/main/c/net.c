@@ -81,7 +81,7 @@ static ncclResult_t start(ncclDebugLogger_t logFunction) {
 /* After the last context: Java frees its stubs and unhooks the log appender, so nothing points into this library. */
 static void stop(void) {
     if (g_started) {
-        jm_java_release();
+        g_boot.release();
         memset(&g_boot.upcalls, 0, sizeof g_boot.upcalls);
         g_started = 0;
     }
