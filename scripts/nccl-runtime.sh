@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds a small Java runtime (jlink) for the NCCL plugin and puts it into the install layout as jre/, where the
-# library finds it when JMESH_JAVA_HOME and JAVA_HOME are unset: for machines without Java (GPU nodes).
+# Builds a small Java runtime (jlink) for the NCCL plugin, puts it into the install layout as jre/ and records it in
+# the layout's java-home, so that the library starts it when JMESH_JAVA_HOME and JAVA_HOME are unset: for machines
+# without Java (GPU nodes).
 #   usage: scripts/nccl-runtime.sh [PLUGIN_DIR]   (default nccl-shim/target/nccl-plugin; build that first)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -18,4 +19,5 @@ rm -rf "$PLUGIN_DIR/jre"
 if command -v strip >/dev/null 2>&1; then
     find "$PLUGIN_DIR/jre" -name '*.so' -exec strip --strip-unneeded {} \;
 fi
+echo jre > "$PLUGIN_DIR/java-home" # relative to the library: the layout may be copied anywhere
 echo "runtime: $PLUGIN_DIR/jre ($(du -sh "$PLUGIN_DIR/jre" | cut -f1)); layout $(du -sh "$PLUGIN_DIR" | cut -f1)"

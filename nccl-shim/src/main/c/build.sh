@@ -39,6 +39,7 @@ if stale "$DRIVER" "$DRIVER_SRC" "$HERE/nccl_net_abi.h" "$0"; then
     mv "$DRIVER.tmp" "$DRIVER"
 fi
 
-# The Java home this build used: the library's last fallback when JMESH_JAVA_HOME and JAVA_HOME are unset.
-echo "$JAVA_HOME" > "$OUT/java-home.tmp"
+# The Java runtime the library starts when JMESH_JAVA_HOME and JAVA_HOME are unset: this build's JDK, or the runtime
+# that scripts/nccl-runtime.sh bundled (a path relative to the library).
+if [ -d "$OUT/jre" ]; then echo jre; else echo "$JAVA_HOME"; fi > "$OUT/java-home.tmp"
 if cmp -s "$OUT/java-home.tmp" "$OUT/java-home"; then rm -f "$OUT/java-home.tmp"; else mv "$OUT/java-home.tmp" "$OUT/java-home"; fi

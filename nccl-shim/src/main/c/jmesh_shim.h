@@ -10,19 +10,20 @@
 #include <stdint.h>
 
 #define JM_BOOT_MAGIC 0x4A4D4E43u /* "JMNC" */
-#define JM_ABI_VERSION 1
+#define JM_ABI_VERSION 2
 #define JM_ERROR_BYTES 2048
 
 /*
- * Device properties as Java writes them: 27 slots of 8 bytes, one per field, whatever NCCL's version; the C entry
- * points copy them into the layout of the version NCCL asked for. Pointers and integers are int64, latency a double.
+ * Device properties as Java writes them: 27 slots of 8 bytes, one per field (JM_P_<field name>), whatever NCCL's
+ * version; the C entry points copy them into the layout of the version NCCL asked for. Pointers and integers are
+ * int64, latency a double.
  */
 enum {
-    JM_P_NAME, JM_P_PCI_PATH, JM_P_GUID, JM_P_PTR_SUPPORT, JM_P_REG_IS_GLOBAL, JM_P_FORCE_FLUSH, JM_P_SPEED,
-    JM_P_PORT, JM_P_LATENCY, JM_P_MAX_COMMS, JM_P_MAX_RECVS, JM_P_NET_DEVICE_TYPE, JM_P_NET_DEVICE_VERSION,
-    JM_P_VDEV_COUNT, JM_P_VDEVS, /* 8 slots */
-    JM_P_MAX_P2P_BYTES = JM_P_VDEVS + 8, JM_P_MAX_COLL_BYTES, JM_P_MAX_MULTI_REQUEST_SIZE, JM_P_RAIL_ID,
-    JM_P_PLANE_ID, JM_P_SLOTS
+    JM_P_name, JM_P_pciPath, JM_P_guid, JM_P_ptrSupport, JM_P_regIsGlobal, JM_P_forceFlush, JM_P_speed, JM_P_port,
+    JM_P_latency, JM_P_maxComms, JM_P_maxRecvs, JM_P_netDeviceType, JM_P_netDeviceVersion, JM_P_vdevCount,
+    JM_P_vdevs, /* 8 slots */
+    JM_P_maxP2pBytes = JM_P_vdevs + 8, JM_P_maxCollBytes, JM_P_maxMultiRequestSize, JM_P_railId, JM_P_planeId,
+    JM_P_SLOTS
 };
 
 typedef union {
@@ -65,15 +66,13 @@ typedef struct {
     uint32_t upcallCount;
     uint32_t reserved;
     jm_log_fn log;          /* C -> Java: where log events go */
+    void (*release)(void);  /* Java -> C: after the last context, frees the upcalls and unhooks logging */
     jm_upcalls_t upcalls;   /* Java -> C: filled by bootstrap */
     char error[JM_ERROR_BYTES]; /* Java writes why bootstrap failed */
 } jm_boot_t;
 
-/* jvm.c */
-/* Starts or joins the JVM and runs the Java bootstrap once; fills *out. 0 or an ncclResult_t, *why set on failure. */
+/* jvm.c: starts or joins the JVM and runs the Java bootstrap, which fills boot; 0, or an ncclResult_t and why. */
 int jm_java_start(jm_boot_t* boot, char* why, size_t whyLen);
-/* Frees the Java side's upcall stubs after the last context closed (called through JNI, not through an upcall). */
-void jm_java_release(void);
 
 /* net.c: logging from C */
 void jm_log(int level, uint64_t flags, const char* file, int line, const char* fmt, ...)

@@ -2,8 +2,9 @@
  * jmesh's own declaration of the NCCL net-plugin ABI, versions 8 to 12.
  *
  * Written from the published layout of NCCL's plugin interface; it uses NCCL's type names on purpose, so that the
- * ABI test (nccl-shim/src/test/c, NcclAbiCheckTest) can compile the same sources once against this file and once
- * against NVIDIA's real headers and compare every struct size and field offset, and type-check every entry point.
+ * same sources compile against this file and against NVIDIA's real headers: NcclAbiCheckTest compares every struct
+ * size, field offset and constant with the table of NVIDIA's (nccl-shim/src/test/abi) in every build, and with the
+ * headers themselves, type-checking every entry point too, when JMESH_NCCL_SRC is set.
  * Build with -DJMESH_USE_NCCL_HEADERS and -I<nccl>/plugins/net/example/nccl to use NVIDIA's headers instead.
  */
 #ifndef JMESH_NCCL_NET_ABI_H

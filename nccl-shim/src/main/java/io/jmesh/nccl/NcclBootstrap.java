@@ -3,6 +3,7 @@ package io.jmesh.nccl;
 import io.jmesh.api.Context;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
@@ -14,12 +15,13 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * Where the C library enters Java, through JNI, exactly twice: {@link #bootstrap(long)} once the JVM runs, and {@link
- * #release()} after NCCL finalized the last context. bootstrap creates the {@link NcclPlugin}, routes logging to
- * NCCL, and fills the library's upcall table with FFM upcall stubs bound to the plugin's methods; from then on NCCL's
- * calls reach Java through those stubs only.
+ * Where the C library enters Java through JNI, once per start: {@link #bootstrap(long)} creates the {@link NcclPlugin},
+ * routes logging to NCCL, and fills the library's upcall table with FFM upcall stubs bound to the plugin's methods;
+ * from then on NCCL's calls reach Java through those stubs only. {@link #release()}, which the library calls after
+ * NCCL finalized the last context, frees those stubs, so it is a stub of its own that lives as long as this class.
  */
 public final class NcclBootstrap {
+    private static final MemorySegment RELEASE = releaseStub();
     private static NcclPlugin plugin;
     private static Arena stubs;
     private static NcclLogAppender appender;
@@ -49,6 +51,7 @@ public final class NcclBootstrap {
             }
             System.setProperty("log4j2.shutdownHookEnabled", "false");
             appender = NcclLogAppender.install(boot.get(JAVA_LONG, ShimAbi.BOOT_LOG_OFFSET));
+            boot.set(JAVA_LONG, ShimAbi.BOOT_RELEASE_OFFSET, RELEASE.address());
             NcclPlugin p = new NcclPlugin(new Context());
             Arena arena = Arena.ofShared();
             try {
@@ -76,23 +79,41 @@ public final class NcclBootstrap {
         }
     }
 
-    /** Closes what is still open, unhooks logging from the library, frees the upcall stubs. */
+    /**
+     * Closes what is still open, unhooks logging from the library, frees the upcall stubs. Called from C as an upcall,
+     * so it throws nothing.
+     */
     public static synchronized void release() {
         try {
             if (plugin != null) {
                 plugin.release();
-                plugin = null;
             }
         } catch (Throwable t) {
             System.err.println("jmesh NCCL plugin: release failed: " + t);
         }
-        if (appender != null) {
-            appender.detach();
-            appender = null;
+        plugin = null;
+        try {
+            if (appender != null) {
+                appender.detach();
+            }
+            if (stubs != null) {
+                stubs.close();
+            }
+        } catch (Throwable t) {
+            System.err.println("jmesh NCCL plugin: release failed: " + t);
         }
-        if (stubs != null) {
-            stubs.close();
-            stubs = null;
+        appender = null;
+        stubs = null;
+    }
+
+    /** The upcall for {@link #release()}, in an automatic arena: freed with this class, never while C may call it. */
+    private static MemorySegment releaseStub() {
+        try {
+            MethodHandle release = MethodHandles.lookup().findStatic(NcclBootstrap.class, "release",
+                    MethodType.methodType(void.class));
+            return Linker.nativeLinker().upcallStub(release, FunctionDescriptor.ofVoid(), Arena.ofAuto());
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
         }
     }
 

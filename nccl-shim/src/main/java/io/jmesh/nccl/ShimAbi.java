@@ -12,14 +12,15 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  */
 final class ShimAbi {
     static final int BOOT_MAGIC = 0x4A4D4E43;
-    static final int ABI_VERSION = 1;
+    static final int ABI_VERSION = 2;
 
     // jm_boot_t
     static final long BOOT_MAGIC_OFFSET = 0;
     static final long BOOT_ABI_OFFSET = 4;
     static final long BOOT_UPCALL_COUNT_OFFSET = 8;
     static final long BOOT_LOG_OFFSET = 16;
-    static final long BOOT_UPCALLS_OFFSET = 24;
+    static final long BOOT_RELEASE_OFFSET = 24;
+    static final long BOOT_UPCALLS_OFFSET = 32;
     static final int ERROR_BYTES = 2048;
 
     /** Upcalls in jm_upcalls_t order: name and C signature (return value first). */
