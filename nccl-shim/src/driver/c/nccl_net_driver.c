@@ -81,9 +81,7 @@ static void* g_ctx;
 
 /* NCCL's logger as a plugin sees it; prints what passes --log-level, with the level and subsystem flags. */
 static void logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
-    if ((int)level > opt.logLevel) {
-        return;
-    }
+    if ((int)level > opt.logLevel) return;
     char msg[2048];
     va_list ap;
     va_start(ap, fmt);
@@ -95,15 +93,11 @@ static void logger(ncclDebugLogLevel level, unsigned long flags, const char* fil
 
 static const char* load(void) {
     g_lib = dlopen(opt.plugin, RTLD_NOW | RTLD_LOCAL);
-    if (g_lib == NULL) {
-        die("cannot load %s: %s", opt.plugin, dlerror());
-    }
+    if (g_lib == NULL) die("cannot load %s: %s", opt.plugin, dlerror());
     int versions[] = {12, 11, 10, 9, 8};
     for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
         int v = versions[i];
-        if (opt.api && opt.api != v) {
-            continue;
-        }
+        if (opt.api && opt.api != v) continue;
         char sym[32];
         snprintf(sym, sizeof sym, "ncclNetPlugin_v%d", v);
         void* p = dlsym(g_lib, sym);
@@ -221,9 +215,7 @@ static int n_test(void* req, int* sizes) {
 }
 
 static void n_finalize(void) {
-    if (g_ver >= 11) {
-        CHECK(g_net.v11->finalize(g_ctx));
-    }
+    if (g_ver >= 11) CHECK(g_net.v11->finalize(g_ctx));
 }
 
 /* ---- files in DIR: handles and barriers ----------------------------------------------------------------------- */

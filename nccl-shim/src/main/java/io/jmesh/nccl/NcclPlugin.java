@@ -119,36 +119,11 @@ public final class NcclPlugin {
                 return Nccl.INVALID_ARGUMENT;
             }
             NcclDevice d = ds.get(dev);
-            slot(props, ShimAbi.P_NAME, deviceNames[dev].address());
-            slot(props, ShimAbi.P_PCI_PATH, devicePciPaths[dev].address());
-            slot(props, ShimAbi.P_GUID, d.guid());
-            // GPU memory only where the NIC can take it by dma-buf (never over TCP, never on Soft-RoCE)
-            slot(props, ShimAbi.P_PTR_SUPPORT, gpuCapable(d)
-                    ? Nccl.PTR_HOST | Nccl.PTR_CUDA | Nccl.PTR_DMABUF : Nccl.PTR_HOST);
-            slot(props, ShimAbi.P_REG_IS_GLOBAL, 1);
-            slot(props, ShimAbi.P_FORCE_FLUSH, 0);
-            slot(props, ShimAbi.P_SPEED, d.speedMbps() > 0 ? Math.min(Integer.MAX_VALUE, d.speedMbps()) : 10_000);
-            slot(props, ShimAbi.P_PORT, d.port());
-            Mem.putDouble(props + 8L * ShimAbi.P_LATENCY, 0.0);
-            slot(props, ShimAbi.P_MAX_COMMS, 65_536);
-            slot(props, ShimAbi.P_MAX_RECVS, Receiver.MAX_RECVS);
-            slot(props, ShimAbi.P_NET_DEVICE_TYPE, 0);
-            slot(props, ShimAbi.P_NET_DEVICE_VERSION, 0);
-            slot(props, ShimAbi.P_VDEV_COUNT, 1);
-            slot(props, ShimAbi.P_VDEVS, dev);
-            slot(props, ShimAbi.P_MAX_P2P_BYTES, Nccl.MAX_MESSAGE_BYTES);
-            slot(props, ShimAbi.P_MAX_COLL_BYTES, Nccl.MAX_MESSAGE_BYTES);
-            slot(props, ShimAbi.P_MAX_MULTI_REQUEST_SIZE, 1);
-            slot(props, ShimAbi.P_RAIL_ID, -1);
-            slot(props, ShimAbi.P_PLANE_ID, -1);
+            NcclProperties.write(props, dev, d, deviceNames[dev], devicePciPaths[dev], gpuCapable(d));
             return Nccl.SUCCESS;
         } catch (Throwable t) {
             return fail("getProperties", t, Nccl.INTERNAL_ERROR);
         }
-    }
-
-    private static void slot(long props, int slot, long value) {
-        Mem.putLong(props + 8L * slot, value);
     }
 
     /**

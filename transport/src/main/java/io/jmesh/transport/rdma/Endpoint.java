@@ -1,5 +1,6 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.api.CloseHelper;
 import io.jmesh.transport.verbs.CompletionQueue;
 import io.jmesh.transport.verbs.DeviceContext;
 import io.jmesh.transport.verbs.MemoryRegion;
@@ -9,7 +10,6 @@ import io.jmesh.transport.verbs.QpOptions;
 import io.jmesh.transport.verbs.QueuePair;
 import io.jmesh.transport.verbs.Wr;
 import io.jmesh.verbs.DataPath;
-import io.jmesh.verbs.VerbsException;
 import io.jmesh.verbs.ffi.verbs_h;
 
 import java.lang.foreign.Arena;
@@ -149,41 +149,14 @@ final class Endpoint implements AutoCloseable {
         lastProbe = System.nanoTime();
     }
 
+    /** Closes each even when one before it failed (the arena last); rethrows the first failure. */
     private static void closeQuietly(QueuePair q, MemoryRegion m, CompletionQueue c, Arena a) {
-        RuntimeException first = null;
-        for (AutoCloseable r : new AutoCloseable[] {q, m, c}) {
-            if (r == null) {
-                continue;
-            }
-            try {
-                r.close();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e instanceof RuntimeException re ? re : new VerbsException(e.toString());
-                }
-            }
-        }
-        a.close();
-        if (first != null) {
-            throw first;
-        }
+        CloseHelper.closeAll(q, m, c, a);
     }
 
     /** Closes every rail, all of them even when one fails; rethrows the first failure. */
     static void closeAll(Endpoint[] rails) {
-        RuntimeException first = null;
-        for (Endpoint r : rails) {
-            try {
-                r.close();
-            } catch (RuntimeException e) {
-                if (first == null) {
-                    first = e;
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        CloseHelper.closeAll(rails);
     }
 
     @Override

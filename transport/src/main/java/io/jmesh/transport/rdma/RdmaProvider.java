@@ -1,5 +1,6 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Context;
 import io.jmesh.transport.discovery.Discovery;
 import io.jmesh.transport.discovery.DiscoveryResult;
@@ -362,21 +363,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     }
 
     private static void deregisterPages(MemoryRegion[] regions) {
-        RuntimeException first = null;
-        for (MemoryRegion r : regions) {
-            if (r != null) {
-                try {
-                    r.close();
-                } catch (RuntimeException e) {
-                    if (first == null) {
-                        first = e;
-                    }
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        CloseHelper.closeAll(regions);
     }
 
     /** Listens on every usable link; the handle carries all their addresses. */
@@ -417,54 +404,23 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
             return;
         }
         closed = true;
-        RuntimeException first = null;
-        List<AutoCloseable> all = new ArrayList<>(connections);
-        connections.clear();
-        all.addAll(owned);
-        all.addAll(registrations);
-        for (AutoCloseable c : all) {
-            try {
-                c.close();
-            } catch (Exception e) {
-                LOG.warn("closing {} failed: {}", c, e.toString());
-                if (first == null) {
-                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
-                }
-            }
-        }
-        registrations.clear();
-        try {
-            cache.close();
-        } catch (RuntimeException e) {
-            LOG.warn("{}", e.getMessage());
-            if (first == null) {
-                first = e;
-            }
-        }
-        cacheClosed = true;
+        List<AutoCloseable> order = new ArrayList<>(connections);
+        order.addAll(owned);
+        order.addAll(registrations);
+        order.add(cache);
         for (ProtectionDomain pd : domains.values()) {
-            try {
-                pd.close();
-            } catch (RuntimeException e) {
-                LOG.warn("{}", e.getMessage());
-                if (first == null) {
-                    first = e;
-                }
-            }
-            try {
-                pd.device().close();
-            } catch (RuntimeException e) {
-                LOG.warn("{}", e.getMessage());
-                if (first == null) {
-                    first = e;
-                }
-            }
+            order.add(pd);
+            order.add(pd.device());
         }
-        domains.clear();
         // last: the listeners and connects closed above have handed their sockets back to it
-        agent.close();
-        if (first != null) {
-            throw first;
+        order.add(agent);
+        connections.clear();
+        try {
+            CloseHelper.closeAll(order);    // the first failure, the others suppressed in it
+        } finally {
+            registrations.clear();
+            cacheClosed = true;
+            domains.clear();
         }
     }
 }

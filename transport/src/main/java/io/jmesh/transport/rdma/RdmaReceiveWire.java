@@ -89,11 +89,6 @@ final class RdmaReceiveWire implements ReceiveWire {
         this.sizes = ep.control.asSlice(Cts.FIFO_BYTES, SIZES_BYTES);
     }
 
-    /** Queue pairs this connection's messages are split across. */
-    int rails() {
-        return nrails;
-    }
-
     /** RDMA writes that carried clear-to-send entries so far (for tests: receives posted with MORE share one). */
     long ctsWrites() {
         return ctsWrites;

@@ -89,11 +89,6 @@ final class RdmaSendWire implements SendWire {
         return fifo;
     }
 
-    /** The device of rail 0. */
-    String device() {
-        return ep.device.name();
-    }
-
     /** Queue pairs this connection splits its messages across. */
     int rails() {
         return nrails;

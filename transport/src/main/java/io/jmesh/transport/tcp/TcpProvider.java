@@ -1,5 +1,6 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Context;
 import io.jmesh.api.Registration;
 import io.jmesh.api.spi.Provider;
@@ -212,21 +213,8 @@ public final class TcpProvider implements Provider {
             owned.clear();
         }
         toClose.sort((a, b) -> Integer.compare(rank(a), rank(b)));
-        RuntimeException first = null;
-        for (AutoCloseable c : toClose) {
-            try {
-                c.close();
-            } catch (Exception e) {
-                LOG.warn("closing {} failed: {}", c, e.toString());
-                if (first == null) {
-                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
-                }
-            }
-        }
-        agent.close();
-        if (first != null) {
-            throw first;
-        }
+        toClose.add(agent);                 // last: the connects and listeners hand their sockets back to it
+        CloseHelper.closeAll(toClose);      // the first failure, the others suppressed in it
     }
 
     private static int rank(AutoCloseable c) {

@@ -106,7 +106,7 @@ class RdmaManyConnectionsTest {
                 }
                 Thread.onSpinWait();
             }
-            System.out.println(me + ": " + CONNECTIONS + " connections each way up, " + ((RdmaSendWire) senders[0].wire()).device());
+            System.out.println(me + ": " + CONNECTIONS + " connections each way up, " + senders[0].wire());
 
             // 2. every receive posted, then all 16 senders driven round-robin until every message is through
             int[][] recvReq = new int[CONNECTIONS][MESSAGES];

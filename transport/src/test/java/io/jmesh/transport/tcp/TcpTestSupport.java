@@ -138,4 +138,14 @@ final class TcpTestSupport {
         assertEquals(-1, mismatch, what + ": first differing byte");
         assertTrue(length == 0 || crc(a, aOff, length) == crc(b, bOff, length), what);
     }
+
+    /** Whether the receiver has failed: some request answers FAILED, or it has an error. */
+    static boolean probeFailed(CoreReceiver r) {
+        for (int i = 0; i < 32; i++) {
+            if (r.test(i) == Status.FAILED) {
+                return true;
+            }
+        }
+        return r.error() != null;
+    }
 }
