@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Latency A/B in the Soft-RoCE testbed, by hand (not part of ./test): the jmesh of another commit against this tree's,
+# interleaved on the same guests of 'pair', so that a change is told apart from the day's testbed (whose speed varies
+# by 2x from one day, or one run, to the next). Builds OLD in a git worktree under target/, snapshots both jars.
+#
+#   scripts/bench-ab.sh OLD_COMMIT [PAIRS]     (default 4 pairs; each pair runs both jars once, the order switched)
+#
+# Each pair: jmesh lat --op write and jmesh lat (isend/irecv) at 2 bytes, -n 2000, for OLD and for this tree.
+# Logs: target/bench-runs/STAMP-ab/a/out/ab/kK-{old,new}-{lat,latsend}.log; a table of t_typical at the end.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+. "$ROOT/scripts/lib.sh"
+cd "$ROOT"
+[[ $# -ge 1 ]] || jmesh_die "usage: scripts/bench-ab.sh OLD_COMMIT [PAIRS]"
+old=$1 pairs=${2:-4}
+git rev-parse --verify -q "$old^{commit}" >/dev/null || jmesh_die "no commit '$old' in this repository"
+jmesh_find_jdk
+stamp=$(date +%Y%m%d-%H%M%S)
+snap=$ROOT/target/bench-runs/$stamp-ab-jars
+wt=$ROOT/target/bench-ab-old
+rm -rf "$wt"; git worktree prune
+git worktree add -q --detach "$wt" "$old" || jmesh_die "cannot check out $old into $wt"
+jmesh_say "building $old and this tree (mvn package) ..."
+(cd "$wt" && jmesh_mvn -o package -pl benchmarks -am -DskipTests) || jmesh_die "the build of $old failed"
+jmesh_mvn -o package -pl benchmarks -am -DskipTests || jmesh_die "the build failed"
+mkdir -p "$snap/old" "$snap/new"
+cp -r "$wt/benchmarks/target/jmesh-benchmarks.jar" "$wt/benchmarks/target/lib" "$snap/old/"
+cp -r benchmarks/target/jmesh-benchmarks.jar benchmarks/target/lib "$snap/new/"
+git worktree remove --force "$wt"
+rd=$ROOT/target/bench-runs/$stamp-ab
+testbed/run --out "$rd" -t $((pairs * 500 + 300)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_AB_JARS="$snap" pair -- \
+    bash "$ROOT/scripts/bench-ab-guest.sh" "$pairs"
+rc=$?
+printf '%-4s %-8s %12s %12s %8s\n' pair test old new new/old
+for f in "$rd"/a/out/ab/k*-old-*.log; do
+  [[ -f $f ]] || continue
+  b=$(basename "$f" .log); k=${b%%-*}; t=${b##*-}; n=${f/-old-/-new-}
+  o=$(awk '$1 == 2 && NF >= 9 { v = $5 } END { print v }' "$f"); w=$(awk '$1 == 2 && NF >= 9 { v = $5 } END { print v }' "$n" 2>/dev/null)
+  awk -v k="$k" -v t="$t" -v o="$o" -v w="$w" 'BEGIN { printf "%-4s %-8s %12s %12s %8s\n", k, t, o, w, (o > 0 && w > 0) ? sprintf("%.2f", w / o) : "-" }'
+done
+echo "# t_typical usec (half a round trip), lower is better; compare the median of new/old over the pairs"
+exit $rc
