@@ -21,7 +21,8 @@ wt=$ROOT/target/bench-ab-old
 rm -rf "$wt"; git worktree prune
 git worktree add -q --detach "$wt" "$old" || jmesh_die "cannot check out $old into $wt"
 jmesh_say "building $old and this tree (mvn package) ..."
-(cd "$wt" && jmesh_mvn -o package -pl benchmarks -am -DskipTests) || jmesh_die "the build of $old failed"
+JMESH_ROOT=$wt jmesh_mvn -o package -pl benchmarks -am -DskipTests && [[ -f $wt/benchmarks/target/jmesh-benchmarks.jar ]] \
+    || jmesh_die "the build of $old failed"
 jmesh_mvn -o package -pl benchmarks -am -DskipTests || jmesh_die "the build failed"
 mkdir -p "$snap/old" "$snap/new"
 cp -r "$wt/benchmarks/target/jmesh-benchmarks.jar" "$wt/benchmarks/target/lib" "$snap/old/"
