@@ -22,8 +22,13 @@ final class DataConnection extends Fate {
     private final String role;
 
     DataConnection(SocketChannel[] sockets, String role) {
+        this(sockets, role, null);
+    }
+
+    /** @param peer how errors name the far end ("10.0.3.3 through the relay 10.0.1.2:40100"); null: socket 0's peer */
+    DataConnection(SocketChannel[] sockets, String role, String peer) {
         this.sockets = sockets.clone();
-        this.peer = DataSockets.remote(sockets[0]);
+        this.peer = peer != null ? peer : DataSockets.remote(sockets[0]);
         this.role = role;
     }
 
@@ -51,13 +56,14 @@ final class DataConnection extends Fate {
     /** A socket call failed: reset, broken pipe, or this side closed it (then the result is CLOSED). */
     int lost(IOException e) {
         String what = e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
-        return fail("connection to " + peer + " lost: " + what + "; the peer process died or closed the connection");
+        return fail("connection to " + peer + " lost: " + what + "; the peer process (or a relay on the way) died or "
+                + "closed the connection");
     }
 
     /** The peer closed its end. */
     int lostEndOfStream(String detail) {
         return fail("connection to " + peer + " lost: the peer closed the connection" + detail
-                + "; the peer process died or closed the connection");
+                + "; the peer process (or a relay on the way) died or closed the connection");
     }
 
     /** The registered memory went away under a transfer (its arena was closed). */
