@@ -14,6 +14,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.StringJoiner;
 
 /**
  * What this node knows about the mesh beyond its own links: each neighbour heard from (its links, relay ports, and
@@ -188,17 +189,16 @@ public final class RouteTable {
         if (neighbours.isEmpty() && statics.isEmpty()) {
             return "the routing table is empty (no neighbour answered on the route port)";
         }
-        StringBuilder sb = new StringBuilder("the routing table knows");
+        StringJoiner sb = new StringJoiner("; ", "the routing table knows ", "");
         for (Neighbour n : neighbours.values()) {
-            sb.append(" neighbour ").append(n.address().getHostAddress()).append(" (links ")
-                    .append(n.links().stream().map(l -> l.prefix().toString()).toList());
-            if (!n.reach().isEmpty()) {
-                sb.append(", reaches ").append(n.reach().stream().map(r -> r.subnet() + " in " + r.hops()).toList());
-            }
-            sb.append(n.relayPort() == 0 ? ", no TCP relay)" : ")").append(';');
+            sb.add("neighbour " + n.address().getHostAddress() + " (links "
+                    + n.links().stream().map(l -> l.prefix().toString()).toList()
+                    + (n.reach().isEmpty() ? "" : ", reaches " + n.reach().stream()
+                    .map(r -> r.subnet() + " in " + r.hops()).toList())
+                    + (n.relayPort() == 0 ? ", no TCP relay)" : ")"));
         }
         if (!statics.isEmpty()) {
-            sb.append(" static map ").append(statics);
+            sb.add("static map " + statics);
         }
         return sb.toString();
     }
