@@ -217,7 +217,8 @@ public final class Context {
             case ADDRESSES -> addresses.isEmpty() ? "all"
                     : String.join(",", addresses.stream().map(IpPrefix::toString).toList());
             case GID_INDEX -> gidIndex.isEmpty() ? "per address" : Integer.toString(gidIndex.getAsInt());
-            case ROUTES -> routes.isEmpty() ? "none" : String.join(",", routes.stream().map(StaticRoute::toString).toList());
+            case ROUTES -> routes.isEmpty() ? "none"
+                    : String.join(",", routes.stream().map(StaticRoute::toString).toList());
             default -> Long.toString(numeric(s));
         };
     }

@@ -40,7 +40,7 @@ final class RingDemo {
     static int run(List<Long> sizes, double seconds, PrintStream out) throws IOException, NoRouteException {
         out.println("jmesh demo --ring: a four-node ring on this machine");
         out.println();
-        out.println("Four jmesh nodes in this process, the TCP provider on loopback, each link on a subnet of its own.");
+        out.println("Four jmesh nodes in this process, the TCP provider on loopback, each link its own subnet.");
         out.println("A and C, B and D share no link: their connections go through a neighbour, which relays.");
         out.println();
         out.println("        127.0.111.0/24");

@@ -145,9 +145,9 @@ final class OutboundSession extends Session {
     void onEndOfStream() {
         failQuietly(switch (state) {
             case AWAIT_REPLY -> handshake.route().isRelayed()
-                    ? "the connection to " + peer + via + " closed without a reply: the relay " + handshake.route().via()
-                    .node() + " refused or lost it, or the peer dropped us (see the WARN in the relay's and the "
-                    + "peer's log)"
+                    ? "the connection to " + peer + via + " closed without a reply: the relay "
+                    + handshake.route().via().node() + " refused or lost it, or the peer dropped us (see the WARN "
+                    + "in the relay's and the peer's log)"
                     : "the peer at " + peer + " closed the connection without replying: it is not a jmesh "
                     + "listener of this version, or it dropped us (see the WARN in its log)";
             case AWAIT_APP -> "the peer at " + peer + " closed the connection before we confirmed (it timed out; "

@@ -23,7 +23,8 @@ public record NextHop(LocalLink local, InetAddress neighbour, int relayPort, int
 
     @Override
     public String toString() {
-        return neighbour.getHostAddress() + " over " + local.prefix() + " (" + relays + (relays == 1 ? " relay" : " relays")
+        return neighbour.getHostAddress() + " over " + local.prefix() + " (" + relays
+                + (relays == 1 ? " relay" : " relays")
                 + (relayPort == 0 ? ", no TCP relay endpoint" : ", relay port " + relayPort)
                 + (fixed ? ", static" : "") + ")";
     }

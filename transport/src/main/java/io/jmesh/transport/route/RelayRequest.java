@@ -43,7 +43,7 @@ public final class RelayRequest {
         return b.flip();
     }
 
-    /** The request's target, decoded from {@value #BYTES} bytes at {@code at}; null when malformed (see {@link #problem}). */
+    /** The request's target, from {@value #BYTES} bytes at {@code at}; null when malformed (see {@link #problem}). */
     public static InetSocketAddress target(ByteBuffer in, int at) {
         if (problem(in, at) != null) {
             return null;

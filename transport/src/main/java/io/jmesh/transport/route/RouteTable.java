@@ -43,7 +43,8 @@ public final class RouteTable {
             }
             int best = 0;
             for (Reach r : reach) {
-                if (r.subnet().contains(target) && r.hops() < RouteFrame.MAX_HOPS && (best == 0 || r.hops() + 1 < best)) {
+                if (r.subnet().contains(target) && r.hops() < RouteFrame.MAX_HOPS
+                        && (best == 0 || r.hops() + 1 < best)) {
                     best = r.hops() + 1;
                 }
             }

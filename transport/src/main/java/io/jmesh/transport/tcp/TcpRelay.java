@@ -185,7 +185,8 @@ final class TcpRelay implements AutoCloseable {
             if (pending.size() >= maxPending) {
                 Splice victim = pending.poll();
                 victim.close();
-                drop(victim.from, "evicted: " + maxPending + " relay requests were pending (JMESH_HANDSHAKE_MAX_PENDING)");
+                drop(victim.from, "evicted: " + maxPending + " relay requests were pending "
+                        + "(JMESH_HANDSHAKE_MAX_PENDING)");
             }
             Splice s = new Splice(ch, from, System.nanoTime() + timeoutNanos);
             try {
