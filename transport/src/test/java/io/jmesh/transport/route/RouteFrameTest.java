@@ -99,6 +99,18 @@ class RouteFrameTest {
     }
 
     @Test
+    void aBadStaticMapOrRoutePortStopsTheContextNamingTheSetting() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> io.jmesh.api.Context.from(
+                java.util.Map.of(), java.util.Map.of("JMESH_ROUTES", "10.0.3.0/24")).conclude());
+        assertTrue(e.getMessage().startsWith("JMESH_ROUTES='10.0.3.0/24' is not valid")
+                && e.getMessage().contains("SUBNET=NEIGHBOUR"), e.getMessage());
+        IllegalArgumentException p = assertThrows(IllegalArgumentException.class, () -> io.jmesh.api.Context.from(
+                java.util.Map.of("jmesh.route.port", "70000"), java.util.Map.of()).conclude());
+        assertTrue(p.getMessage().contains("JMESH_ROUTE_PORT") && p.getMessage().contains("0 to 65535"),
+                p.getMessage());
+    }
+
+    @Test
     void theTableTakesFewestRelaysAndKeepsSplitHorizon() throws Exception {
         LocalLink l1 = LocalLink.tcp(p("10.0.1.1/24"), 0);
         LocalLink l4 = LocalLink.tcp(p("10.0.4.1/24"), 0);
