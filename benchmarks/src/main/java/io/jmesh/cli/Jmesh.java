@@ -34,6 +34,7 @@ public final class Jmesh {
                 case "bw", "lat" -> PerfCommand.run(command, rest, out, err);
                 case "doctor" -> io.jmesh.cli.doctor.DoctorCommand.run(rest, out, err);
                 case "demo" -> io.jmesh.cli.demo.DemoCommand.run(rest, out, err);
+                case "relay" -> RelayCommand.run(rest, out, err);
                 case "jmh" -> {
                     // the JMH runner with jmesh's benchmarks on the class path (see docs/benchmarks.md)
                     org.openjdk.jmh.Main.main(rest.toArray(String[]::new));
@@ -68,6 +69,8 @@ public final class Jmesh {
         out.println("  bw        bandwidth between two nodes, in ib_write_bw's columns (server: jmesh bw; client:");
         out.println("            jmesh bw SERVER)");
         out.println("  lat       latency between two nodes, in ib_write_lat's columns (jmesh lat / jmesh lat SERVER)");
+        out.println("  relay     relays for the other nodes (peers without a link of their own reach each other through");
+        out.println("            this node); for a node that runs no jmesh program, as every fabric relays already");
         out.println("  jmh       the JMH benchmarks (JMH's own options: jmesh jmh -h; list: jmesh jmh -l)");
         out.println("  help      this text");
     }

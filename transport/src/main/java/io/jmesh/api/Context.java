@@ -1,6 +1,7 @@
 package io.jmesh.api;
 
 import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.transport.net.StaticRoute;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -47,6 +48,8 @@ public final class Context {
     private int tcpSockets = 4;
     private long handshakeTimeoutMs = 10_000;
     private int handshakeMaxPending = 32;
+    private int routePort = 18515;
+    private List<StaticRoute> routes = List.of();
 
     /** Where each value that is not the default came from: "JMESH_IB_TIMEOUT='40'", "Context.ibTimeout(40)". */
     private final Map<Setting, String> origins = new EnumMap<>(Setting.class);
@@ -94,6 +97,7 @@ public final class Context {
             switch (s) {
                 case PROVIDER -> provider = value.toLowerCase(Locale.ROOT);
                 case ADDRESSES -> addresses = parseAddresses(value);
+                case ROUTES -> routes = StaticRoute.parseList(value);
                 default -> {
                     long v = Long.parseLong(value);
                     if (v < s.min() || v > s.max()) {
@@ -122,6 +126,7 @@ public final class Context {
             case TCP_SOCKETS -> tcpSockets = (int) v;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs = v;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending = (int) v;
+            case ROUTE_PORT -> routePort = (int) v;
             default -> throw new IllegalArgumentException(s + " is not numeric");
         }
     }
@@ -197,6 +202,7 @@ public final class Context {
             case TCP_SOCKETS -> tcpSockets;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending;
+            case ROUTE_PORT -> routePort;
             default -> throw new IllegalArgumentException(s + " is not numeric");
         };
     }
@@ -211,6 +217,8 @@ public final class Context {
             case ADDRESSES -> addresses.isEmpty() ? "all"
                     : String.join(",", addresses.stream().map(IpPrefix::toString).toList());
             case GID_INDEX -> gidIndex.isEmpty() ? "per address" : Integer.toString(gidIndex.getAsInt());
+            case ROUTES -> routes.isEmpty() ? "none"
+                    : String.join(",", routes.stream().map(StaticRoute::toString).toList());
             default -> Long.toString(numeric(s));
         };
     }
@@ -394,5 +402,31 @@ public final class Context {
     public Context handshakeMaxPending(int max) {
         handshakeMaxPending = max;
         return set(Setting.HANDSHAKE_MAX_PENDING, "handshakeMaxPending(" + max + ")");
+    }
+
+    /** The UDP port of route discovery on every link address, the same on every node; 0: off (default 18515). */
+    public int routePort() {
+        return routePort;
+    }
+
+    public Context routePort(int port) {
+        routePort = port;
+        return set(Setting.ROUTE_PORT, "routePort(" + port + ")");
+    }
+
+    /** The static routes that override discovery (default none). */
+    public List<StaticRoute> routes() {
+        return routes;
+    }
+
+    /** "SUBNET=NEIGHBOUR" entries separated by commas, e.g. "10.0.3.0/24=10.0.1.2"; checked by conclude. */
+    public Context routes(String map) {
+        set(Setting.ROUTES, "routes(\"" + map + "\")");
+        try {
+            routes = StaticRoute.parseList(map);
+        } catch (IllegalArgumentException e) {
+            unreadable.put(Setting.ROUTES, e.getMessage());
+        }
+        return this;
     }
 }

@@ -41,7 +41,13 @@ public enum Setting {
     HANDSHAKE_TIMEOUT_MS("jmesh.handshake.timeout.ms", "JMESH_HANDSHAKE_TIMEOUT_MS", "NCCL_MESH_TIMEOUT_MS", 100,
             3_600_000, "how long one connection handshake may take, in milliseconds"),
     HANDSHAKE_MAX_PENDING("jmesh.handshake.max.pending", "JMESH_HANDSHAKE_MAX_PENDING", null, 1, 4096,
-            "half-done inbound handshakes a listener holds before evicting");
+            "half-done inbound handshakes a listener holds before evicting"),
+    ROUTE_PORT("jmesh.route.port", "JMESH_ROUTE_PORT", null, 0, 65535,
+            "UDP port of route discovery on every mesh link address, the same on every node; 0 turns discovery off "
+                    + "(then only direct links are used)"),
+    ROUTES("jmesh.routes", "JMESH_ROUTES", null, "comma-separated SUBNET=NEIGHBOUR entries",
+            "static routes that override discovery, e.g. 10.0.3.0/24=10.0.1.2 (peers in 10.0.3.0/24 are reached "
+                    + "through the neighbour 10.0.1.2); unset: discovery alone");
 
     private final String property;
     private final String env;

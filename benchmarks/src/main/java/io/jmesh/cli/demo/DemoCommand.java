@@ -52,7 +52,7 @@ public final class DemoCommand {
     static final int VERIFY_MESSAGES = 3;
 
     private static final Set<String> VALUES = Set.of("sizes", "seconds", "base");
-    private static final Set<String> FLAGS = Set.of("softroce", "help", "guest");
+    private static final Set<String> FLAGS = Set.of("softroce", "ring", "help", "guest");
 
     private DemoCommand() {
     }
@@ -60,7 +60,7 @@ public final class DemoCommand {
     public static int run(List<String> argv, PrintStream out, PrintStream err) {
         Args a = Args.parse(argv, Args.shorts("h", "help"), VALUES, FLAGS);
         if (a.flag("help")) {
-            out.println("usage: jmesh demo [--softroce] [--sizes 64K,1M,16M] [--seconds S]");
+            out.println("usage: jmesh demo [--softroce | --ring] [--sizes 64K,1M,16M] [--seconds S]");
             out.println();
             out.println("A three-node triangle mesh, each link on its own subnet, as in the seeds' DGX Spark guides:");
             out.println("each node's handle with all its addresses, the link every connection chose and why, and a");
@@ -68,6 +68,7 @@ public final class DemoCommand {
             out.println("  (default)    three nodes in this process, the TCP provider on loopback (127.0.10x.y)");
             out.println("  --softroce   three Soft-RoCE guests of the testbed (QEMU, rdma_rxe), real verbs; needs root");
             out.println("               and testbed/setup's packages (it installs them), takes a few minutes");
+            out.println("  --ring       four nodes in a ring on loopback (TCP): the two diagonals go through a relay");
             out.println("  --sizes      message sizes (default 64K,1M,16M; --softroce: 64K,1M)");
             out.println("  --seconds    time per size and direction (default 0.3)");
             return 0;
@@ -86,7 +87,7 @@ public final class DemoCommand {
             if (!(seconds > 0 && seconds <= 60)) {
                 throw new IllegalArgumentException("--seconds " + seconds + ": expected more than 0, at most 60");
             }
-            return local(sizes, seconds, out);
+            return a.flag("ring") ? RingDemo.run(sizes, seconds, out) : local(sizes, seconds, out);
         } catch (IOException | NoRouteException | RuntimeException e) {
             err.println("jmesh demo: " + e.getMessage());
             return 1;

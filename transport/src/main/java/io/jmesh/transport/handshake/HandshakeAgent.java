@@ -454,14 +454,14 @@ public final class HandshakeAgent implements AutoCloseable {
         OutboundSession session = new OutboundSession(this, handshake, channel, deadline, secret, payload);
         handshake.session = session;
         try {
-            boolean connected = channel.connect(route.peerSocketAddress());
+            boolean connected = channel.connect(route.connectAddress());
             session.key = channel.register(selector, SelectionKey.OP_CONNECT, session);
             sessions.add(session);
             if (connected) {
                 session.onConnectable();
             }
         } catch (IOException | RuntimeException e) {
-            handshake.fail("cannot connect to " + route.peerSocketAddress() + " over " + route.local() + ": "
+            handshake.fail("cannot connect to " + route.connectAddress() + " over " + route.local() + ": "
                     + e.getMessage() + (running ? "" : " (" + CLOSED + ")"));
             session.close();
         }

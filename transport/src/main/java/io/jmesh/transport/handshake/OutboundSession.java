@@ -1,6 +1,7 @@
 package io.jmesh.transport.handshake;
 
 import io.jmesh.transport.net.Route;
+import io.jmesh.transport.route.RelayRequest;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
@@ -27,7 +28,7 @@ final class OutboundSession extends Session {
         this.handshake = handshake;
         this.secret = secret;
         this.payload = payload;
-        this.via = " over " + route.local();
+        this.via = " over " + route.local() + (route.isRelayed() ? " " + route.via() : "");
     }
 
     @Override
@@ -54,7 +55,20 @@ final class OutboundSession extends Session {
         }
         key.interestOps(SelectionKey.OP_READ);
         state = State.AWAIT_REPLY;
-        send(Frame.HELLO, Frame.hello(secret, payload));
+        send(Frame.HELLO, relayed(handshake.route(), Frame.hello(secret, payload)));
+    }
+
+    /**
+     * The HELLO, behind a relay request naming the listener when the route goes through a relay: the relay reads the
+     * request, connects onwards and passes the rest through, so the secret is checked end to end by the listener.
+     */
+    private static ByteBuffer relayed(Route route, ByteBuffer hello) {
+        if (!route.isRelayed()) {
+            return hello;
+        }
+        ByteBuffer b = ByteBuffer.allocate(RelayRequest.BYTES + hello.remaining());
+        RelayRequest.encode(b, route.peerSocketAddress(), RelayRequest.MAX_HOPS);
+        return b.put(hello).flip();
     }
 
     @Override
@@ -130,7 +144,11 @@ final class OutboundSession extends Session {
     @Override
     void onEndOfStream() {
         failQuietly(switch (state) {
-            case AWAIT_REPLY -> "the peer at " + peer + " closed the connection without replying: it is not a jmesh "
+            case AWAIT_REPLY -> handshake.route().isRelayed()
+                    ? "the connection to " + peer + via + " closed without a reply: the relay "
+                    + handshake.route().via().node() + " refused or lost it, or the peer dropped us (see the WARN "
+                    + "in the relay's and the peer's log)"
+                    : "the peer at " + peer + " closed the connection without replying: it is not a jmesh "
                     + "listener of this version, or it dropped us (see the WARN in its log)";
             case AWAIT_APP -> "the peer at " + peer + " closed the connection before we confirmed (it timed out; "
                     + "confirm() sooner or raise the handshake timeout)";

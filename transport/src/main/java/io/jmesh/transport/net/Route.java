@@ -15,11 +15,27 @@ import java.util.Objects;
  * @param local     the local link the traffic leaves on
  * @param peer      the peer's address on that link
  * @param peerIndex the position of {@code peer} in the peer's handle
+ * @param via       null for a direct link; else the first relay, whose endpoint the sockets connect to (each one
+ *                  opened with a relay request naming {@code peer}), {@code local} being the link shared with it
  */
-public record Route(LocalLink local, ListenAddress peer, int peerIndex) {
+public record Route(LocalLink local, ListenAddress peer, int peerIndex, RelayHop via) {
     public Route {
         Objects.requireNonNull(local, "local");
         Objects.requireNonNull(peer, "peer");
+    }
+
+    /** A direct route: {@code local} shares a subnet with {@code peer}. */
+    public Route(LocalLink local, ListenAddress peer, int peerIndex) {
+        this(local, peer, peerIndex, null);
+    }
+
+    public boolean isRelayed() {
+        return via != null;
+    }
+
+    /** Where this side's sockets connect: the peer's handshake endpoint, or the first relay's endpoint. */
+    public InetSocketAddress connectAddress() {
+        return via == null ? peer.socketAddress() : via.endpoint();
     }
 
     /** The link's usable speed in Mb/s: the slower of both ends where both are known, 0 when neither is. */
@@ -39,6 +55,6 @@ public record Route(LocalLink local, ListenAddress peer, int peerIndex) {
 
     @Override
     public String toString() {
-        return local + " -> " + peer;
+        return local + " -> " + peer + (via == null ? "" : " " + via);
     }
 }

@@ -10,6 +10,7 @@ import io.jmesh.transport.discovery.RdmaPort;
 import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.handshake.HandshakeSettings;
 import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.route.RouteService;
 import io.jmesh.transport.verbs.DeviceContext;
 import io.jmesh.transport.verbs.ProtectionDomain;
 import io.jmesh.transport.verbs.MemoryRegion;
@@ -56,6 +57,8 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     private final List<String> devices;
     private final QpOptions options;
     private final HandshakeAgent agent;
+    /** Route discovery, started once the provider exists and closed before the agent. */
+    private RouteService routes;
     private final Map<String, ProtectionDomain> domains = new LinkedHashMap<>();
     private final List<AutoCloseable> owned = new ArrayList<>();
     /** Open connections (senders and receivers), closed before the listeners, PDs and devices. */
@@ -119,7 +122,17 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
         }
-        return new RdmaProvider(verbs, links, options, agent, context.qpsPerConnection(), context.multiLink());
+        RdmaProvider provider = new RdmaProvider(verbs, links, options, agent, context.qpsPerConnection(),
+                context.multiLink());
+        try {
+            // no relay endpoint yet: the route service only finds where a missing link's route would go
+            provider.routes = RouteService.start(links, context.routePort(), Map.of(), context.routes());
+        } catch (IOException | RuntimeException e) {
+            provider.close();
+            throw e instanceof RuntimeException r ? r : new UncheckedIOException("cannot start route discovery: "
+                    + e.getMessage(), (IOException) e);
+        }
+        return provider;
     }
 
     /** Every (device, port, address) that can carry a connection, from a discovery result. */
@@ -390,7 +403,11 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
             throw new IllegalArgumentException("the peer listens with the tcp provider, this node uses rdma: set "
                     + "JMESH_PROVIDER the same on both nodes");
         }
-        return new RdmaConnect(this, peer, preferredLink);
+        try {
+            return new RdmaConnect(this, peer, preferredLink);
+        } catch (io.jmesh.transport.net.NoRouteException e) {
+            throw RelayPending.explain(e, peer, routes);
+        }
     }
 
     /**
@@ -412,6 +429,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
             order.add(pd);
             order.add(pd.device());
         }
+        order.add(routes);                  // null where route discovery is off; skipped
         // last: the listeners and connects closed above have handed their sockets back to it
         order.add(agent);
         connections.clear();

@@ -20,11 +20,19 @@ final class DataConnection extends Fate {
     /** The peer's end of socket 0, e.g. "127.0.101.3:40123". */
     final String peer;
     private final String role;
+    /** Who may have gone: "the peer process", or on a relayed connection "the relay or the peer process". */
+    private final String who;
 
     DataConnection(SocketChannel[] sockets, String role) {
+        this(sockets, role, null);
+    }
+
+    /** @param peer how errors name the far end ("10.0.3.3 through the relay 10.0.1.2:40100"); null: socket 0's peer */
+    DataConnection(SocketChannel[] sockets, String role, String peer) {
         this.sockets = sockets.clone();
-        this.peer = DataSockets.remote(sockets[0]);
+        this.peer = peer != null ? peer : DataSockets.remote(sockets[0]);
         this.role = role;
+        this.who = peer != null ? "the relay or the peer process" : "the peer process";
     }
 
     /** The number of data sockets. */
@@ -51,13 +59,13 @@ final class DataConnection extends Fate {
     /** A socket call failed: reset, broken pipe, or this side closed it (then the result is CLOSED). */
     int lost(IOException e) {
         String what = e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
-        return fail("connection to " + peer + " lost: " + what + "; the peer process died or closed the connection");
+        return fail("connection to " + peer + " lost: " + what + "; " + who + " died or closed the connection");
     }
 
     /** The peer closed its end. */
     int lostEndOfStream(String detail) {
         return fail("connection to " + peer + " lost: the peer closed the connection" + detail
-                + "; the peer process died or closed the connection");
+                + "; " + who + " died or closed the connection");
     }
 
     /** The registered memory went away under a transfer (its arena was closed). */

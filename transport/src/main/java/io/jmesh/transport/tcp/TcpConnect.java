@@ -6,6 +6,7 @@ import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.OutboundHandshake;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.Route;
+import io.jmesh.transport.route.RelayRequest;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -22,14 +23,21 @@ import java.nio.channels.SocketChannel;
  * over the link's own subnet) and connected to the listener's data port on its address of that link, and writes each
  * one's {@link AttachHeader}; once every header is written it confirms the handshake, and the sender is returned when
  * the handshake completes.
+ *
+ * <p>A relayed route opens every socket (the handshake's and each data socket) to the first relay's endpoint,
+ * behind a {@link RelayRequest} naming the listener's address and port; the relays splice the sockets through
+ * ({@link TcpRelay}), so everything after the request is the same protocol as on a direct link. A connect made while
+ * route discovery is still settling and no route is known yet waits for one, up to the handshake timeout.
  */
 public final class TcpConnect implements Connector {
     private static final Logger LOG = LogManager.getLogger(TcpConnect.class);
 
     private final TcpProvider provider;
-    private final Route route;
+    private final ListenHandle peer;
     private final int requested;
-    private final OutboundHandshake handshake;
+    private final long routeDeadlineNanos;
+    private Route route;
+    private OutboundHandshake handshake;
     private SocketChannel[] sockets;
     private boolean[] connected;
     private ByteBuffer[] greetings;
@@ -37,17 +45,33 @@ public final class TcpConnect implements Connector {
     private boolean confirmed;
     private boolean done;
 
+    /** @param route the route, or null to wait for route discovery to find one */
     TcpConnect(TcpProvider provider, ListenHandle peer, Route route) {
         this.provider = provider;
-        this.route = route;
+        this.peer = peer;
         this.requested = provider.sockets();
-        this.handshake = provider.agent().connect(peer, route, new ConnectRequest(requested).encode());
-        LOG.info("connecting to {} over {} -> {}", peer.prefixes(), route.local().prefix(), route.peer().prefix());
+        this.routeDeadlineNanos = System.nanoTime() + provider.handshakeTimeout().toNanos();
+        if (route != null) {
+            start(route);
+        } else {
+            LOG.info("no route to {} yet: waiting for route discovery", peer.prefixes());
+        }
+    }
+
+    private void start(Route r) {
+        route = r;
+        handshake = provider.agent().connect(peer, r, new ConnectRequest(requested).encode());
+        LOG.info("connecting to {} over {} -> {}{}", peer.prefixes(), r.local().prefix(), r.peer().prefix(),
+                r.isRelayed() ? " " + r.via() : "");
     }
 
     @Override
     public String route() {
-        return "tcp " + route.local().prefix() + " -> " + route.peer().prefix();
+        Route r = route;
+        if (r == null) {
+            return "tcp to " + peer.prefixes() + ": waiting for route discovery";
+        }
+        return "tcp " + r.local().prefix() + " -> " + r.peer().prefix() + (r.isRelayed() ? " " + r.via() : "");
     }
 
     /**
@@ -61,6 +85,9 @@ public final class TcpConnect implements Connector {
         if (done) {
             return sender;
         }
+        if (handshake == null && !awaitRoute()) {
+            return null;
+        }
         HandshakeStatus s = handshake.poll();
         try {
             switch (s) {
@@ -72,7 +99,9 @@ public final class TcpConnect implements Connector {
                         openSockets(AcceptReply.decode(handshake.peerPayload(), requested));
                     }
                     if (!confirmed && advanceSockets()) {
-                        sender = TcpSendWire.sender(new DataConnection(sockets, "sender"), provider::release);
+                        String via = route.isRelayed() ? route.peer().prefix().address().getHostAddress()
+                                + " through the relay " + DataSockets.remote(sockets[0]) : null;
+                        sender = TcpSendWire.sender(new DataConnection(sockets, "sender", via), provider::release);
                         sockets = null; // the sender owns them now
                         confirmed = true;
                         handshake.confirm();
@@ -109,17 +138,40 @@ public final class TcpConnect implements Connector {
         }
     }
 
+    /** True once a route is known and the handshake started; throws when none came within the timeout. */
+    private boolean awaitRoute() {
+        Route r = provider.relayedRoute(peer);
+        if (r == null) {
+            if (System.nanoTime() - routeDeadlineNanos < 0) {
+                return false;
+            }
+            done = true;
+            provider.release(this);
+            throw new IllegalStateException("connecting to " + peer.prefixes() + " failed: no route within the "
+                    + "handshake timeout; " + provider.noRouteReason(peer));
+        }
+        start(r);
+        return true;
+    }
+
     private void openSockets(AcceptReply reply) throws IOException {
         InetAddress local = route.local().prefix().address();
         InetSocketAddress target = new InetSocketAddress(route.peer().prefix().address(), reply.port());
+        InetSocketAddress dial = route.isRelayed() ? route.via().endpoint() : target;
         sockets = new SocketChannel[reply.sockets()];
         connected = new boolean[reply.sockets()];
         greetings = new ByteBuffer[reply.sockets()];
         byte[] token = reply.token();
         for (int i = 0; i < sockets.length; i++) {
             sockets[i] = DataSockets.open(local);
-            greetings[i] = new AttachHeader(i, sockets.length, token).encode();
-            connected[i] = sockets[i].connect(target);
+            ByteBuffer header = new AttachHeader(i, sockets.length, token).encode();
+            if (route.isRelayed()) {
+                ByteBuffer b = ByteBuffer.allocate(RelayRequest.BYTES + header.remaining());
+                RelayRequest.encode(b, target, RelayRequest.MAX_HOPS);
+                header = b.put(header).flip();
+            }
+            greetings[i] = header;
+            connected[i] = sockets[i].connect(dial);
         }
     }
 
@@ -147,7 +199,9 @@ public final class TcpConnect implements Connector {
     public void close() {
         if (!done) {
             done = true;
-            handshake.close();
+            if (handshake != null) {
+                handshake.close();
+            }
             if (sockets != null) {
                 for (SocketChannel ch : sockets) {
                     DataSockets.closeQuietly(ch);

@@ -11,6 +11,8 @@ import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.NoRouteException;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
+import io.jmesh.transport.route.NextHop;
+import io.jmesh.transport.route.RouteService;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -51,15 +53,20 @@ public final class TcpProvider implements Provider {
     private final int sockets;
     private final Duration handshakeTimeout;
     private final HandshakeAgent agent;
+    private final TcpRelay relay;
+    private final RouteService routes;
     private final Set<AutoCloseable> owned = new LinkedHashSet<>();
     private final TcpRegistry registry = new TcpRegistry();
     private boolean closed;
 
-    TcpProvider(List<LocalLink> links, int sockets, Duration handshakeTimeout, HandshakeAgent agent) {
+    TcpProvider(List<LocalLink> links, int sockets, Duration handshakeTimeout, HandshakeAgent agent, TcpRelay relay,
+                RouteService routes) {
         this.links = List.copyOf(links);
         this.sockets = sockets;
         this.handshakeTimeout = handshakeTimeout;
         this.agent = agent;
+        this.relay = relay;
+        this.routes = routes;
     }
 
     /**
@@ -78,8 +85,23 @@ public final class TcpProvider implements Provider {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
         }
-        LOG.info("jmesh tcp: links {}, {} data sockets per connection", links, context.tcpSockets());
-        return new TcpProvider(links, context.tcpSockets(), context.handshakeTimeout(), agent);
+        TcpRelay relay = null;
+        RouteService routes = null;
+        try {
+            relay = TcpRelay.bind(links, context.handshakeTimeout().toNanos(), context.handshakeMaxPending());
+            routes = RouteService.start(links, context.routePort(), relay.ports(), context.routes());
+            relay.start(routes.table());
+        } catch (IOException | RuntimeException e) {
+            CloseHelper.closeAll(e::addSuppressed, routes, relay, agent);
+            if (e instanceof RuntimeException r) {
+                throw r;
+            }
+            throw new UncheckedIOException("cannot start the jmesh relay and route discovery: " + e.getMessage(),
+                    (IOException) e);
+        }
+        LOG.info("jmesh tcp: links {}, {} data sockets per connection, relay ports {}", links, context.tcpSockets(),
+                relay.ports());
+        return new TcpProvider(links, context.tcpSockets(), context.handshakeTimeout(), agent, relay, routes);
     }
 
     @Override
@@ -147,8 +169,17 @@ public final class TcpProvider implements Provider {
             throw new IllegalArgumentException("cannot connect to " + peer.prefixes() + ": the peer listens with the "
                     + "rdma provider and this node uses tcp; set JMESH_PROVIDER the same on both nodes");
         }
-        Route route = RouteSelector.select(links, peer, preferredLink).getFirst();
-        if (preferredLink != null && !RouteSelector.usesLink(route, preferredLink)) {
+        Route route;
+        try {
+            route = RouteSelector.select(links, peer, preferredLink).getFirst();
+        } catch (NoRouteException direct) {
+            route = relayedRoute(peer);
+            if (route == null && !routes.settling()) {
+                throw new NoRouteException(direct.getMessage() + "; no route through other nodes either: "
+                        + noRouteReason(peer), direct.localAddresses(), direct.peerAddresses());
+            }
+        }
+        if (route != null && preferredLink != null && !RouteSelector.usesLink(route, preferredLink)) {
             LOG.info("{} shares no subnet with {}; connecting over {} instead", preferredLink, peer.prefixes(),
                     route.local());
         }
@@ -158,6 +189,44 @@ public final class TcpProvider implements Provider {
             throw new IllegalStateException("the TCP provider is closed");
         }
         return c;
+    }
+
+    /**
+     * The route to {@code peer} through other nodes: for each of its addresses the neighbour with a TCP relay that
+     * reaches it in the fewest relays, then over the fastest link; null when the routing table knows none.
+     */
+    Route relayedRoute(ListenHandle peer) {
+        Route best = null;
+        int bestRelays = Integer.MAX_VALUE;
+        for (int i = 0; i < peer.addresses().size(); i++) {
+            var address = peer.addresses().get(i);
+            if (address.prefix().address().isLinkLocalAddress()) {
+                continue;
+            }
+            NextHop hop = routes.nextHop(address.prefix().address());
+            if (hop != null && hop.relayPort() != 0 && (hop.relays() < bestRelays || hop.relays() == bestRelays
+                    && hop.local().speedMbps() > best.local().speedMbps())) {
+                best = new Route(hop.local(), address, i, hop.relayHop());
+                bestRelays = hop.relays();
+            }
+        }
+        return best;
+    }
+
+    /** Why no route reaches {@code peer}: this node's links and what its routing table knows. */
+    String noRouteReason(ListenHandle peer) {
+        return "this node's links " + links.stream().map(LocalLink::prefix).toList() + ", peer " + peer.prefixes()
+                + "; " + routes.describe() + " (is every node of the path running jmesh with the same "
+                + "JMESH_ROUTE_PORT, and UDP allowed on the mesh links?)";
+    }
+
+    /** The route service, for tests. */
+    RouteService routes() {
+        return routes;
+    }
+
+    TcpRelay relay() {
+        return relay;
     }
 
     /**
@@ -198,8 +267,8 @@ public final class TcpProvider implements Provider {
     }
 
     /**
-     * Closes the listeners, then unfinished connects, then open connections, then the handshake agent; reports the
-     * first failure.
+     * Closes the listeners, then unfinished connects, then open connections, then route discovery and the relay
+     * (every connection relayed through this node ends), then the handshake agent; reports the first failure.
      */
     @Override
     public void close() {
@@ -213,6 +282,8 @@ public final class TcpProvider implements Provider {
             owned.clear();
         }
         toClose.sort((a, b) -> Integer.compare(rank(a), rank(b)));
+        toClose.add(routes);                // after the connections they route; null entries are skipped
+        toClose.add(relay);
         toClose.add(agent);                 // last: the connects and listeners hand their sockets back to it
         CloseHelper.closeAll(toClose);      // the first failure, the others suppressed in it
     }

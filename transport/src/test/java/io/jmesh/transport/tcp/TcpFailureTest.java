@@ -264,7 +264,8 @@ class TcpFailureTest {
 
     @Test
     void noSharedSubnetIsNoRoute() {
-        TcpProvider a = provider("127.0.101.2/24");
+        // route discovery off: with it on, a connect made while discovery settles waits for a route (TcpRelayTest)
+        TcpProvider a = provider("127.0.101.2/24", io.jmesh.api.Setting.ROUTE_PORT.property(), "0");
         ListenHandle other = new ListenHandle(ListenHandle.FLAG_TCP_PROVIDER, 42,
                 List.of(new ListenAddress(IpPrefix.parse("127.0.77.3/24"), 4791, 0)));
         NoRouteException e = assertThrows(NoRouteException.class, () -> a.connect(other));

@@ -1,0 +1,347 @@
+package io.jmesh.transport.route;
+
+import io.jmesh.transport.log.WarnLimiter;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.net.StaticRoute;
+import io.jmesh.transport.route.RouteFrame.Decoded;
+import io.jmesh.transport.route.RouteFrame.Link;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Route discovery for one fabric: a distance-vector protocol over UDP on the mesh links themselves, on one daemon
+ * thread, {@value #THREAD_NAME}. On each link address it binds the well-known route port with SO_REUSEADDR and
+ * SO_REUSEPORT (every jmesh process of a node shares it; whichever gets a PROBE answers it) and an ephemeral port,
+ * from which it probes every host address of the link's subnet (a sweep) and the static map's neighbours, so that
+ * the answers come back to this process. The answers fill the {@link RouteTable}.
+ *
+ * <p>Timing: a round every {@value #FAST_ROUND_MS} ms for the first {@value #FAST_PHASE_MS} ms, then every
+ * {@value #SLOW_ROUND_MS} ms; a neighbour not heard for {@value #EXPIRY_MS} ms is forgotten. A neighbour is known one
+ * round after both have started; a subnet n relays away one round per relay later.
+ *
+ * <p>Defences: datagrams are decoded in place ({@link RouteFrame}) and anything malformed, from off the mesh links
+ * or from this node itself is dropped, with a rate-limited WARN; the thread never blocks on a socket and survives
+ * anything a handler throws. The provider that starts it owns it and closes it (sockets, then the thread).
+ */
+public final class RouteService implements AutoCloseable {
+    public static final String THREAD_NAME = "jmesh-route";
+    static final long FAST_ROUND_MS = 300;
+    static final long FAST_PHASE_MS = 3_000;
+    static final long SLOW_ROUND_MS = 2_000;
+    static final long EXPIRY_MS = 7_000;
+    /** A sweep probes at most this many hosts of a link: a /22. Larger links rely on the static map. */
+    static final int MAX_SWEEP_HOSTS = 1022;
+    private static final int DATAGRAMS_PER_WAKE = 64;
+    private static final Logger LOG = LogManager.getLogger(RouteService.class);
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final List<LocalLink> links;
+    private final int routePort;
+    private final Map<InetAddress, Integer> relayPorts;
+    private final RouteTable table;
+    private final long nodeId = RANDOM.nextLong();
+    private final long startNanos = System.nanoTime();
+    private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh route: ", 10, TimeUnit.SECONDS.toNanos(10));
+    private final ByteBuffer in = ByteBuffer.allocateDirect(RouteFrame.MAX_BYTES + 1);
+    private final ByteBuffer out = ByteBuffer.allocateDirect(RouteFrame.MAX_BYTES);
+    private final List<DatagramChannel> channels = new ArrayList<>();
+    private final List<DatagramChannel> askers = new ArrayList<>();
+    private final Selector selector;
+    private final Thread thread;
+    private volatile boolean running = true;
+    private volatile long dropped;
+
+    private RouteService(List<LocalLink> links, int routePort, Map<InetAddress, Integer> relayPorts,
+                         List<StaticRoute> statics) throws IOException {
+        this.links = List.copyOf(links);
+        this.routePort = routePort;
+        this.relayPorts = Map.copyOf(relayPorts);
+        this.table = new RouteTable(links, statics, TimeUnit.MILLISECONDS.toNanos(EXPIRY_MS));
+        this.selector = Selector.open();
+        this.thread = Thread.ofPlatform().daemon().name(THREAD_NAME).unstarted(this::run);
+    }
+
+    /**
+     * Binds the sockets and starts the thread; with {@code routePort} 0 discovery is off and the table stays empty.
+     *
+     * @param relayPorts this node's relay endpoint port on each link address (absent or 0: no TCP relay there)
+     * @throws IllegalArgumentException when a static entry names a neighbour that no local link reaches
+     */
+    public static RouteService start(List<LocalLink> links, int routePort, Map<InetAddress, Integer> relayPorts,
+                                     List<StaticRoute> statics) throws IOException {
+        for (StaticRoute s : statics) {
+            if (links.stream().noneMatch(l -> l.prefix().contains(s.neighbour()))) {
+                throw new IllegalArgumentException("the static route " + s + " names a neighbour on none of this "
+                        + "node's links " + links.stream().map(LocalLink::prefix).toList() + "; name the "
+                        + "neighbour's address on a link this node shares with it (JMESH_ROUTES)");
+            }
+        }
+        RouteService service = new RouteService(links, routePort, relayPorts, statics);
+        try {
+            if (routePort != 0) {
+                service.bind();
+                service.thread.start();
+            }
+        } catch (IOException | RuntimeException e) {
+            service.closeSockets();
+            throw e;
+        }
+        return service;
+    }
+
+    private void bind() throws IOException {
+        for (LocalLink l : links) {
+            InetAddress a = l.prefix().address();
+            if (a.isLinkLocalAddress()) {
+                continue;
+            }
+            DatagramChannel known = DatagramChannel.open(l.prefix().isIpv4()
+                    ? java.net.StandardProtocolFamily.INET : java.net.StandardProtocolFamily.INET6);
+            try {
+                known.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+                known.setOption(StandardSocketOptions.SO_REUSEPORT, true);
+                known.bind(new InetSocketAddress(a, routePort));
+                known.configureBlocking(false);
+                known.register(selector, SelectionKey.OP_READ, l);
+                channels.add(known);
+            } catch (IOException e) {
+                known.close();
+                LOG.warn("jmesh route: cannot bind the route port {} on {}: {}; this process still finds its "
+                        + "neighbours but cannot answer theirs there (another program holds the port without "
+                        + "SO_REUSEPORT? choose another JMESH_ROUTE_PORT on every node)", routePort, a, e.getMessage());
+            }
+            DatagramChannel asker = DatagramChannel.open(l.prefix().isIpv4()
+                    ? java.net.StandardProtocolFamily.INET : java.net.StandardProtocolFamily.INET6);
+            channels.add(asker);
+            asker.bind(new InetSocketAddress(a, 0));
+            asker.configureBlocking(false);
+            asker.register(selector, SelectionKey.OP_READ, l);
+            askers.add(asker);
+            if (hosts(l) > MAX_SWEEP_HOSTS) {
+                LOG.info("jmesh route: link {} has more than {} host addresses: no sweep there, only the static map's "
+                        + "neighbours are probed (JMESH_ROUTES)", l.prefix(), MAX_SWEEP_HOSTS);
+            }
+        }
+    }
+
+    public RouteTable table() {
+        return table;
+    }
+
+    /** This fabric's id in route frames. */
+    public long nodeId() {
+        return nodeId;
+    }
+
+    /** The way to {@code target} through other nodes, or null; see {@link RouteTable#nextHop}. */
+    public NextHop nextHop(InetAddress target) {
+        return table.nextHop(target, System.nanoTime());
+    }
+
+    /** What the table knows, for error messages. */
+    public String describe() {
+        return routePort == 0 ? "route discovery is off (JMESH_ROUTE_PORT=0)" : table.describe(System.nanoTime());
+    }
+
+    /**
+     * True while discovery may still be filling the table (the fast phase plus two slow rounds): a connector that
+     * finds no route yet waits for one until then instead of failing at once.
+     */
+    public boolean settling() {
+        return routePort != 0 && System.nanoTime() - startNanos
+                < TimeUnit.MILLISECONDS.toNanos(FAST_PHASE_MS + 2 * SLOW_ROUND_MS);
+    }
+
+    /** Datagrams dropped as malformed or foreign, for tests. */
+    public long dropped() {
+        return dropped;
+    }
+
+    // ---- the route thread ------------------------------------------------------------------------------------
+
+    private void run() {
+        long nextRound = System.nanoTime();
+        while (running) {
+            try {
+                long now = System.nanoTime();
+                if (now - nextRound >= 0) {
+                    probeRound();
+                    boolean fast = now - startNanos < TimeUnit.MILLISECONDS.toNanos(FAST_PHASE_MS);
+                    nextRound = now + TimeUnit.MILLISECONDS.toNanos(fast ? FAST_ROUND_MS : SLOW_ROUND_MS);
+                }
+                long wait = Math.max(1, TimeUnit.NANOSECONDS.toMillis(nextRound - System.nanoTime()));
+                selector.select(this::onReadable, wait);
+            } catch (IOException | RuntimeException e) {
+                if (running) {
+                    LOG.error("jmesh route: unexpected error; the route thread keeps running", e);
+                }
+            }
+        }
+    }
+
+    private void probeRound() {
+        for (int i = 0; i < askers.size(); i++) {
+            DatagramChannel asker = askers.get(i);
+            LocalLink l = (LocalLink) asker.keyFor(selector).attachment();
+            if (hosts(l) <= MAX_SWEEP_HOSTS) {
+                byte[] a = l.prefix().network().address().getAddress();
+                long first = firstHost(l);
+                long last = first + hosts(l) - 1;
+                for (long h = first; h <= last; h++) {
+                    probe(asker, addressPlus(a, h));
+                }
+            }
+            for (InetAddress n : table.staticNeighbours()) {
+                if (l.prefix().contains(n)) {
+                    probe(asker, n);
+                }
+            }
+        }
+    }
+
+    private void probe(DatagramChannel asker, InetAddress target) {
+        if (target == null || table.isOwnAddress(target)) {
+            return;
+        }
+        RouteFrame.probe(out, nodeId);
+        try {
+            asker.send(out, new InetSocketAddress(target, routePort));
+        } catch (IOException | RuntimeException e) {
+            LOG.trace("jmesh route: probe to {} failed: {}", target, e.getMessage());
+        }
+    }
+
+    private void onReadable(SelectionKey key) {
+        DatagramChannel ch = (DatagramChannel) key.channel();
+        boolean isAsker = askers.contains(ch);
+        for (int i = 0; i < DATAGRAMS_PER_WAKE; i++) {
+            in.clear();
+            SocketAddress from;
+            try {
+                from = ch.receive(in);
+            } catch (IOException e) {
+                return; // an ICMP error from a probe to an address nobody answers on: nothing to do
+            }
+            if (from == null) {
+                return;
+            }
+            in.flip();
+            handle(ch, isAsker, (InetSocketAddress) from);
+        }
+    }
+
+    private void handle(DatagramChannel ch, boolean isAsker, InetSocketAddress from) {
+        Decoded d = in.remaining() > RouteFrame.MAX_BYTES ? Decoded.bad("longer than " + RouteFrame.MAX_BYTES
+                + " bytes") : RouteFrame.decode(in);
+        if (d.problem() != null) {
+            drop(from, d.problem());
+            return;
+        }
+        if (d.nodeId() == nodeId) {
+            return; // our own probe, answered by ourselves
+        }
+        if (table.linkTo(from.getAddress()) == null) {
+            drop(from, "it comes from outside this node's link subnets");
+            return;
+        }
+        if (!isAsker && d.type() == RouteFrame.PROBE) {
+            answer(ch, from, d.nodeId());
+        } else if (isAsker && d.type() == RouteFrame.ADVERT) {
+            if (table.isOwnAddress(from.getAddress())) {
+                return; // another process of this node: same links, nothing to learn
+            }
+            table.heard(from.getAddress(), d.nodeId(), d.links(), d.reach(), System.nanoTime());
+        } else {
+            drop(from, RouteFrame.PROBE == d.type() ? "a PROBE on the answer socket" : "an ADVERT on the route port");
+        }
+    }
+
+    private void answer(DatagramChannel ch, InetSocketAddress to, long askerId) {
+        List<Link> mine = new ArrayList<>(links.size());
+        for (LocalLink l : links) {
+            mine.add(new Link(l.prefix(), relayPorts.getOrDefault(l.prefix().address(), 0)));
+        }
+        RouteFrame.advert(out, nodeId, mine, table.advertFor(askerId, System.nanoTime()));
+        try {
+            ch.send(out, to);
+        } catch (IOException | RuntimeException e) {
+            LOG.trace("jmesh route: answer to {} failed: {}", to, e.getMessage());
+        }
+    }
+
+    private void drop(InetSocketAddress from, String why) {
+        dropped++;
+        warnings.warn("dropped a datagram from {}: {}", from, why);
+    }
+
+    /** Host addresses of the link's subnet (network and broadcast excluded), capped above the sweep limit. */
+    static long hosts(LocalLink l) {
+        int bits = (l.prefix().isIpv4() ? 32 : 128) - l.prefix().prefixLength();
+        return bits >= 20 ? Long.MAX_VALUE : bits <= 1 ? 1L << bits : (1L << bits) - 2;
+    }
+
+    /** The offset of the first host address: 1, or 0 on a /31 or /32 (RFC 3021 point-to-point links). */
+    private static long firstHost(LocalLink l) {
+        return (l.prefix().isIpv4() ? 32 : 128) - l.prefix().prefixLength() <= 1 ? 0 : 1;
+    }
+
+    private static InetAddress addressPlus(byte[] network, long offset) {
+        byte[] a = network.clone();
+        long carry = offset;
+        for (int i = a.length - 1; i >= 0 && carry != 0; i--) {
+            long v = (a[i] & 0xff) + carry;
+            a[i] = (byte) v;
+            carry = v >>> 8;
+        }
+        try {
+            return InetAddress.getByAddress(a);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /** Stops the thread, then closes the sockets. */
+    @Override
+    public void close() {
+        running = false;
+        selector.wakeup();
+        if (thread.isAlive() && Thread.currentThread() != thread) {
+            try {
+                thread.join(5_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        closeSockets();
+    }
+
+    private void closeSockets() {
+        for (DatagramChannel ch : channels) {
+            try {
+                ch.close();
+            } catch (IOException ignored) {
+                // nothing more to release
+            }
+        }
+        try {
+            selector.close();
+        } catch (IOException ignored) {
+            // nothing more to release
+        }
+    }
+}

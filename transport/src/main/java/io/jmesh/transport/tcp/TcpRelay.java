@@ -1,0 +1,328 @@
+package io.jmesh.transport.tcp;
+
+import io.jmesh.transport.log.WarnLimiter;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.route.NextHop;
+import io.jmesh.transport.route.RelayRequest;
+import io.jmesh.transport.route.RouteTable;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.CancelledKeyException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The TCP relay of one fabric: a relay endpoint on each link address, and one selector thread, {@value #THREAD_NAME},
+ * that splices relayed sockets ({@link Splice}). A socket to the endpoint starts with a {@link RelayRequest} naming
+ * where it goes; the relay connects onwards, to the destination when a local link shares its subnet, else to the next
+ * relay that the {@link RouteTable} names (with one hop fewer), and then copies bytes both ways. The end-to-end
+ * protocol (handshake with the listener's secret, attach headers, frames) passes through untouched.
+ *
+ * <p>Not an open proxy: it takes sockets only from its own link subnets and forwards only to addresses inside the
+ * mesh (its link subnets or one its table reaches), never to itself. A request that is malformed, late (the handshake
+ * timeout) or refused is dropped with a rate-limited WARN; pending requests are capped (the oldest is evicted) and
+ * relayed sockets too, so a flood of hostile sockets cannot block relayed or direct connections. Closing the relay
+ * closes every relayed socket: both ends see their connection end at once.
+ */
+final class TcpRelay implements AutoCloseable {
+    static final String THREAD_NAME = "jmesh-relay";
+    static final int MAX_SPLICES = 1024;
+    private static final Logger LOG = LogManager.getLogger(TcpRelay.class);
+    private static final long MAX_IDLE_MILLIS = 100;
+
+    private final List<LocalLink> links;
+    private final long timeoutNanos;
+    private final int maxPending;
+    private final Selector selector;
+    private final Map<InetAddress, ServerSocketChannel> servers = new HashMap<>();
+    private final ArrayDeque<Splice> pending = new ArrayDeque<>();
+    private final List<Splice> splices = new ArrayList<>();
+    private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh relay: ", 20, TimeUnit.SECONDS.toNanos(1));
+    private Thread thread;
+    private RouteTable table;
+    private volatile boolean running = true;
+    private volatile long dropped;
+    private volatile String lastDropReason;
+
+    private TcpRelay(List<LocalLink> links, long timeoutNanos, int maxPending) throws IOException {
+        this.links = List.copyOf(links);
+        this.timeoutNanos = timeoutNanos;
+        this.maxPending = maxPending;
+        this.selector = Selector.open();
+    }
+
+    /** Binds an endpoint on each link address (an ephemeral port); {@link #start} begins relaying. */
+    static TcpRelay bind(List<LocalLink> links, long timeoutNanos, int maxPending) throws IOException {
+        TcpRelay relay = new TcpRelay(links, timeoutNanos, maxPending);
+        try {
+            for (LocalLink l : links) {
+                InetAddress a = l.prefix().address();
+                if (!a.isLinkLocalAddress() && !relay.servers.containsKey(a)) {
+                    ServerSocketChannel s = ServerSocketChannel.open();
+                    relay.servers.put(a, s);
+                    s.bind(new InetSocketAddress(a, 0), 64);
+                    s.configureBlocking(false);
+                    s.register(relay.selector, SelectionKey.OP_ACCEPT);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            relay.closeAll();
+            throw e;
+        }
+        return relay;
+    }
+
+    /** The endpoint's port on each link address, for the route service to advertise. */
+    Map<InetAddress, Integer> ports() {
+        Map<InetAddress, Integer> out = new HashMap<>();
+        servers.forEach((a, s) -> out.put(a, s.socket().getLocalPort()));
+        return out;
+    }
+
+    void start(RouteTable routes) {
+        this.table = routes;
+        thread = Thread.ofPlatform().daemon().name(THREAD_NAME).start(this::run);
+    }
+
+    /** Requests dropped (malformed, refused, late, evicted), for tests. */
+    long dropped() {
+        return dropped;
+    }
+
+    String lastDropReason() {
+        return lastDropReason;
+    }
+
+    private void run() {
+        while (running) {
+            try {
+                selector.select(this::onSelected, MAX_IDLE_MILLIS);
+                expire(System.nanoTime());
+            } catch (IOException | RuntimeException e) {
+                if (running) {
+                    LOG.error("jmesh relay: unexpected error; the relay keeps running", e);
+                }
+            }
+        }
+        closeAll();
+    }
+
+    private void onSelected(SelectionKey key) {
+        try {
+            if (key.channel() instanceof ServerSocketChannel server) {
+                acceptAll(server);
+                return;
+            }
+            Splice s = (Splice) key.attachment();
+            try {
+                if (s.state == Splice.State.REQUEST) {
+                    if (s.readRequest()) {
+                        route(s);
+                    }
+                } else if (s.state == Splice.State.CONNECTING) {
+                    if (s.out.finishConnect()) {
+                        s.state = Splice.State.SPLICING;
+                        LOG.debug("jmesh relay: relaying {}", s);
+                        pumpOrClose(s);
+                    }
+                } else if (s.state == Splice.State.SPLICING) {
+                    pumpOrClose(s);
+                }
+            } catch (IOException e) {
+                end(s, s.state == Splice.State.CONNECTING ? "cannot connect onwards to "
+                        + DataSockets.describe(s.target) + ": " + e.getMessage() : e.getMessage());
+            }
+        } catch (CancelledKeyException ignored) {
+            // closed while its event was pending
+        }
+    }
+
+    private void pumpOrClose(Splice s) throws IOException {
+        if (!s.pump()) {
+            LOG.debug("jmesh relay: {} done", s);
+            s.close();
+            splices.remove(s);
+        }
+    }
+
+    private void acceptAll(ServerSocketChannel server) {
+        for (int i = 0; i < 64; i++) {
+            SocketChannel ch;
+            try {
+                ch = server.accept();
+            } catch (IOException e) {
+                warn("the relay endpoint cannot accept: {}{}", e.getMessage(), "");
+                return;
+            }
+            if (ch == null) {
+                return;
+            }
+            String from = DataSockets.remote(ch);
+            InetSocketAddress remote = DataSockets.remoteAddress(ch);
+            if (remote == null || table.linkTo(remote.getAddress()) == null) {
+                DataSockets.closeQuietly(ch);
+                drop(from, "it comes from outside this node's link subnets (a relay serves only its neighbours)");
+                continue;
+            }
+            if (splices.size() + pending.size() >= MAX_SPLICES) {
+                DataSockets.closeQuietly(ch);
+                drop(from, "this relay already carries its limit of " + MAX_SPLICES + " sockets");
+                continue;
+            }
+            if (pending.size() >= maxPending) {
+                Splice victim = pending.poll();
+                victim.close();
+                drop(victim.from, "evicted: " + maxPending + " relay requests were pending "
+                        + "(JMESH_HANDSHAKE_MAX_PENDING)");
+            }
+            Splice s = new Splice(ch, from, System.nanoTime() + timeoutNanos);
+            try {
+                ch.configureBlocking(false);
+                DataSockets.configure(ch);
+                s.inKey = ch.register(selector, SelectionKey.OP_READ, s);
+                pending.add(s);
+            } catch (IOException e) {
+                s.close();
+            }
+        }
+    }
+
+    /** Decides where a complete request goes, or drops it with the reason. */
+    private void route(Splice s) throws IOException {
+        pending.remove(s);
+        ByteBuffer r = s.request.flip();
+        String problem = RelayRequest.problem(r, 0);
+        if (problem != null) {
+            drop(s, problem);
+            return;
+        }
+        InetSocketAddress target = RelayRequest.target(r, 0);
+        int hopsLeft = RelayRequest.hopsLeft(r, 0);
+        s.target = target;
+        InetAddress t = target.getAddress();
+        if (table.isOwnAddress(t)) {
+            drop(s, "it names this relay itself (" + DataSockets.describe(target) + "): connect to it directly");
+            return;
+        }
+        LocalLink direct = table.linkTo(t);
+        InetSocketAddress next = target;
+        LocalLink via = direct;
+        ByteBuffer preamble = null;
+        if (direct == null) {
+            NextHop hop = table.nextHop(t, System.nanoTime());
+            if (hop == null) {
+                drop(s, DataSockets.describe(target) + " is not in the mesh: the relay forwards only to its link "
+                        + "subnets and those its routing table reaches");
+                return;
+            }
+            if (hop.relayPort() == 0 || hopsLeft <= 1) {
+                drop(s, "cannot pass it on towards " + DataSockets.describe(target) + ": " + (hopsLeft <= 1
+                        ? "its hop limit is used up" : "the next node " + hop.neighbour().getHostAddress()
+                        + " runs no TCP relay"));
+                return;
+            }
+            via = hop.local();
+            next = new InetSocketAddress(hop.neighbour(), hop.relayPort());
+            preamble = RelayRequest.of(target, hopsLeft - 1);
+        }
+        SocketChannel onward = DataSockets.open(via.prefix().address());
+        s.connecting(onward, preamble);
+        splices.add(s);
+        s.inKey.interestOps(0);
+        try {
+            boolean done = onward.connect(next);
+            s.outKey = onward.register(selector, SelectionKey.OP_CONNECT, s);
+            if (done) {
+                s.state = Splice.State.SPLICING;
+                pumpOrClose(s);
+            }
+        } catch (IOException e) {
+            end(s, "cannot connect onwards to " + DataSockets.describe(next) + ": " + e.getMessage());
+        }
+    }
+
+    private void end(Splice s, String why) {
+        if (s.state == Splice.State.REQUEST) {
+            pending.remove(s);
+            drop(s.from, why);
+        } else {
+            LOG.info("jmesh relay: relayed connection {} ended: {}", s, why);
+        }
+        splices.remove(s);
+        s.close();
+    }
+
+    private void expire(long now) {
+        while (!pending.isEmpty() && now - pending.peek().deadlineNanos >= 0) {
+            Splice s = pending.poll();
+            s.close();
+            drop(s.from, "its relay request did not arrive within " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos)
+                    + " ms (JMESH_HANDSHAKE_TIMEOUT_MS)");
+        }
+        for (int i = splices.size() - 1; i >= 0; i--) {
+            Splice s = splices.get(i);
+            if (s.state == Splice.State.CONNECTING && now - s.deadlineNanos >= 0) {
+                end(s, "the next hop " + DataSockets.describe(s.target) + " did not accept within the handshake "
+                        + "timeout");
+            }
+        }
+    }
+
+    private void drop(Splice s, String why) {
+        s.close();
+        drop(s.from, why);
+    }
+
+    private void drop(String from, String why) {
+        lastDropReason = why;
+        dropped++;
+        warn("dropped a relayed socket from {}: {}", from, why);
+    }
+
+    private void warn(String format, Object a, Object b) {
+        warnings.warn(format, a, b);
+    }
+
+    /** Stops relaying: every relayed socket and endpoint closes, so both ends of each relayed connection learn it. */
+    @Override
+    public void close() {
+        running = false;
+        selector.wakeup();
+        if (thread != null && Thread.currentThread() != thread) {
+            try {
+                thread.join(5_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (thread == null) {
+            closeAll();
+        }
+    }
+
+    private void closeAll() {
+        for (Splice s : pending) {
+            s.close();
+        }
+        pending.clear();
+        for (Splice s : splices) {
+            s.close();
+        }
+        splices.clear();
+        servers.values().forEach(DataSockets::closeQuietly);
+        DataSockets.closeQuietly(selector);
+    }
+}

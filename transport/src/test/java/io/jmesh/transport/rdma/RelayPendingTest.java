@@ -1,0 +1,61 @@
+package io.jmesh.transport.rdma;
+
+import io.jmesh.api.Context;
+import io.jmesh.api.Fabric;
+import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.transport.net.ListenAddress;
+import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.transport.route.RouteService;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.net.InetAddress;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * What a verbs connect says when no link reaches the peer but route discovery knows a way: the node it goes through
+ * and that the verbs relay is not there yet. The neighbour here is a TCP fabric on loopback; the route service is the
+ * one a verbs provider runs. No RDMA device needed.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class RelayPendingTest {
+    @Test
+    void aPeerBehindANeighbourIsNamedWithTheMissingVerbsRelay() throws Exception {
+        int port = ThreadLocalRandom.current().nextInt(30_000, 40_000);
+        LocalLink mine = LocalLink.tcp(IpPrefix.parse("127.74.1.1/24"), 0);
+        ListenHandle peer = new ListenHandle(0, 42, List.of(new ListenAddress(IpPrefix.parse("127.74.2.3/24"), 4791,
+                0)));
+        NoRouteException direct = new NoRouteException("no shared subnet with peer [127.74.2.3/24]", List.of(),
+                List.of());
+        try (Fabric neighbour = Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp")
+                .addresses("127.74.1.2/24,127.74.2.2/24").routePort(port));
+             RouteService routes = RouteService.start(List.of(mine), port, Map.of(), List.of())) {
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (routes.nextHop(InetAddress.getByName("127.74.2.3")) == null) {
+                if (System.nanoTime() - end > 0) {
+                    fail("discovery found no way in 30 s: " + routes.describe());
+                }
+                Thread.sleep(20);
+            }
+            String message = RelayPending.explain(direct, peer, routes).getMessage();
+            assertTrue(message.startsWith("no shared subnet with peer [127.74.2.3/24]")
+                    && message.contains("goes through node 127.74.1.2 (1 relay)")
+                    && message.contains("the verbs relay is not there yet"), message);
+            ListenHandle nowhere = new ListenHandle(0, 42, List.of(new ListenAddress(IpPrefix.parse("127.74.9.3/24"),
+                    4791, 0)));
+            String none = RelayPending.explain(direct, nowhere, routes).getMessage();
+            assertTrue(none.contains("no route through other nodes either") && none.contains("neighbour 127.74.1.2"),
+                    none);
+        }
+        assertSame(direct, RelayPending.explain(direct, peer, null));
+    }
+}
