@@ -49,6 +49,8 @@ public final class Context {
     private long handshakeTimeoutMs = 10_000;
     private int handshakeMaxPending = 32;
     private int routePort = 18515;
+    private int relayChunkKib = 512;
+    private int relayChunks = 8;
     private List<StaticRoute> routes = List.of();
 
     /** Where each value that is not the default came from: "JMESH_IB_TIMEOUT='40'", "Context.ibTimeout(40)". */
@@ -127,6 +129,8 @@ public final class Context {
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs = v;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending = (int) v;
             case ROUTE_PORT -> routePort = (int) v;
+            case RELAY_CHUNK_KIB -> relayChunkKib = (int) v;
+            case RELAY_CHUNKS -> relayChunks = (int) v;
             default -> throw new IllegalArgumentException(s + " is not numeric");
         }
     }
@@ -203,6 +207,8 @@ public final class Context {
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending;
             case ROUTE_PORT -> routePort;
+            case RELAY_CHUNK_KIB -> relayChunkKib;
+            case RELAY_CHUNKS -> relayChunks;
             default -> throw new IllegalArgumentException(s + " is not numeric");
         };
     }
@@ -412,6 +418,26 @@ public final class Context {
     public Context routePort(int port) {
         routePort = port;
         return set(Setting.ROUTE_PORT, "routePort(" + port + ")");
+    }
+
+    /** Bytes of one chunk a verbs relay node forwards at a time. */
+    public long relayChunkBytes() {
+        return relayChunkKib * 1024L;
+    }
+
+    public Context relayChunkKib(int kib) {
+        relayChunkKib = kib;
+        return set(Setting.RELAY_CHUNK_KIB, "relayChunkKib(" + kib + ")");
+    }
+
+    /** Chunks in flight per relayed verbs connection on a relay node. */
+    public int relayChunks() {
+        return relayChunks;
+    }
+
+    public Context relayChunks(int chunks) {
+        relayChunks = chunks;
+        return set(Setting.RELAY_CHUNKS, "relayChunks(" + chunks + ")");
     }
 
     /** The static routes that override discovery (default none). */

@@ -45,6 +45,11 @@ public enum Setting {
     ROUTE_PORT("jmesh.route.port", "JMESH_ROUTE_PORT", null, 0, 65535,
             "UDP port of route discovery on every mesh link address, the same on every node; 0 turns discovery off "
                     + "(then only direct links are used)"),
+    RELAY_CHUNK_KIB("jmesh.relay.chunk.kib", "JMESH_RELAY_CHUNK_KIB", null, 16, 65536,
+            "size of one chunk a verbs relay node reads from the sender and writes on to the receiver, in KiB"),
+    RELAY_CHUNKS("jmesh.relay.chunks", "JMESH_RELAY_CHUNKS", null, 2, 256,
+            "chunks in flight per relayed verbs connection on a relay node (its memory per connection: chunks times "
+                    + "the chunk size)"),
     ROUTES("jmesh.routes", "JMESH_ROUTES", null, "comma-separated SUBNET=NEIGHBOUR entries",
             "static routes that override discovery, e.g. 10.0.3.0/24=10.0.1.2 (peers in 10.0.3.0/24 are reached "
                     + "through the neighbour 10.0.1.2); unset: discovery alone");

@@ -29,14 +29,18 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
     private static final Logger LOG = LogManager.getLogger(RdmaConnect.class);
 
     private final RdmaProvider provider;
-    private final List<Route> routes;
-    private final Endpoint[] rails;
-    private final OutboundHandshake handshake;
+    private final ListenHandle peer;
+    private List<Route> routes;
+    private Endpoint[] rails;
+    private OutboundHandshake handshake;
+    /** Set while a relayed connect waits for route discovery to find a way to the peer. */
+    private long routeDeadline;
     private CoreSender sender;
     private boolean done;
 
     RdmaConnect(RdmaProvider provider, ListenHandle peer, String preferredLink) throws NoRouteException {
         this.provider = provider;
+        this.peer = peer;
         List<Route> all = RouteSelector.select(provider.links(), peer, preferredLink);
         Route first = all.getFirst();
         if (preferredLink != null && !RouteSelector.usesLink(first, preferredLink)) {
@@ -71,14 +75,50 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
     }
 
     /**
+     * A connect through a relay node ({@link RelayedSendWire}): one queue pair, to the relay. With {@code route}
+     * null, {@link #poll()} waits for route discovery to find one until {@code routeDeadline} (System.nanoTime()).
+     */
+    RdmaConnect(RdmaProvider provider, ListenHandle peer, Route route, long routeDeadline) {
+        this.provider = provider;
+        this.peer = peer;
+        this.routeDeadline = routeDeadline;
+        this.routes = List.of();
+        this.rails = new Endpoint[0];
+        if (route != null) {
+            startRelayed(route);
+        }
+    }
+
+    private void startRelayed(Route route) {
+        this.routes = List.of(route);
+        this.rails = new Endpoint[1];
+        try {
+            rails[0] = provider.endpoint(route.local(), RelayLayout.SENDER_CONTROL_BYTES);
+            ConnectInfo.Rail rail = new ConnectInfo.Rail(rails[0].local(), rails[0].deviceIndex,
+                    route.via().endpoint().getAddress());
+            byte[] payload = new ConnectInfo(List.of(rail), rails[0].control.address(), rails[0].controlMr.rkey())
+                    .encode();
+            this.handshake = provider.agent().connect(peer, route, payload);
+        } catch (RuntimeException e) {
+            closeCreated();
+            throw e;
+        }
+        LOG.info("connecting to {} over {}", peer.prefixes(), route());
+    }
+
+    /**
      * The links this connection uses, e.g. "rxe0 192.168.101.2/24 -> 192.168.101.3/24"; with several links or
      * queue pairs, each link once and the queue pairs per link.
      */
     @Override
     public String route() {
+        if (routes.isEmpty()) {
+            return "no route to " + peer.prefixes() + " yet (route discovery is still looking)";
+        }
         StringJoiner j = new StringJoiner(", ");
         for (Route r : routes) {
-            j.add(r.local().device() + " " + r.local().prefix() + " -> " + r.peer().prefix());
+            j.add(r.local().device() + " " + r.local().prefix() + " -> " + r.peer().prefix()
+                    + (r.isRelayed() ? " via " + r.via().endpoint().getAddress().getHostAddress() : ""));
         }
         int qps = rails.length / routes.size();
         return j + (qps > 1 ? " (" + qps + " QPs per link)" : "");
@@ -95,6 +135,9 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
     public CoreSender poll() {
         if (done) {
             return sender;
+        }
+        if (handshake == null && !awaitRoute()) {
+            return null;
         }
         HandshakeStatus s = handshake.poll();
         try {
@@ -114,6 +157,15 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                         }
                         Fate fate = new Fate();
                         SendSlot[] ring = CoreSender.ring();
+                        Route first = routes.getFirst();
+                        if (first.isRelayed()) {
+                            RelayedSendWire relayed = new RelayedSendWire(fate, ring, rails[0],
+                                    first.via().endpoint().getAddress().getHostAddress(), peer.controlAddress(),
+                                    peer.controlRkey());
+                            sender = new CoreSender(fate, relayed.fifo(), ring, relayed, provider::forget);
+                            handshake.confirm();
+                            return null;
+                        }
                         RdmaSendWire wire = new RdmaSendWire(fate, ring, rails, peer.controlAddress(),
                                 peer.controlRkey(), peer.rails().getFirst().deviceIndex());
                         sender = new CoreSender(fate, wire.fifo(), ring, wire, provider::forget);
@@ -148,12 +200,29 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
         }
     }
 
+    /** True once a route is known and the handshake started; throws when none came within the timeout. */
+    private boolean awaitRoute() {
+        Route r = provider.relayedRoute(peer);
+        if (r == null) {
+            if (System.nanoTime() - routeDeadline < 0) {
+                return false;
+            }
+            done = true;
+            throw new IllegalStateException("connecting to " + peer.prefixes() + " failed: no route within the "
+                    + "handshake timeout; " + provider.noRouteReason(peer));
+        }
+        startRelayed(r);
+        return true;
+    }
+
     /** Abandons a connect that has not completed; a completed one is owned by its sender. */
     @Override
     public void close() {
         if (!done) {
             done = true;
-            handshake.close();
+            if (handshake != null) {
+                handshake.close();
+            }
             closeCreated();
             sender = null;
         }

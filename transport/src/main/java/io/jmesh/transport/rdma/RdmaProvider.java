@@ -59,6 +59,8 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     private final HandshakeAgent agent;
     /** Route discovery, started once the provider exists and closed before the agent. */
     private RouteService routes;
+    /** Relays other nodes' connections through this one; closed before the registrations and devices it uses. */
+    private VerbsRelay relay;
     private final Map<String, ProtectionDomain> domains = new LinkedHashMap<>();
     private final List<AutoCloseable> owned = new ArrayList<>();
     /** Open connections (senders and receivers), closed before the listeners, PDs and devices. */
@@ -125,8 +127,12 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
         RdmaProvider provider = new RdmaProvider(verbs, links, options, agent, context.qpsPerConnection(),
                 context.multiLink());
         try {
-            // no relay endpoint yet: the route service only finds where a missing link's route would go
-            provider.routes = RouteService.start(links, context.routePort(), Map.of(), context.routes());
+            if (context.routePort() != 0) {
+                provider.relay = VerbsRelay.start(provider, links, context.handshakeTimeout().toNanos(),
+                        context.handshakeMaxPending(), context.relayChunkBytes(), context.relayChunks());
+            }
+            provider.routes = RouteService.start(links, context.routePort(),
+                    provider.relay == null ? Map.of() : provider.relay.ports(), context.routes());
         } catch (IOException | RuntimeException e) {
             provider.close();
             throw e instanceof RuntimeException r ? r : new UncheckedIOException("cannot start route discovery: "
@@ -406,21 +412,52 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
         try {
             return new RdmaConnect(this, peer, preferredLink);
         } catch (io.jmesh.transport.net.NoRouteException e) {
-            throw RelayPending.explain(e, peer, routes);
+            io.jmesh.transport.net.Route relayed = relayedRoute(peer);
+            if (relayed == null && (routes == null || !routes.settling())) {
+                throw RdmaNoRoute.explain(e, peer, routes);
+            }
+            // through a relay; with none known yet while discovery settles, the connect waits for one
+            RdmaConnect c = new RdmaConnect(this, peer, relayed, System.nanoTime()
+                    + agent.settings().timeout().toNanos());
+            return c;
         }
     }
 
+    /** The route to {@code peer} through a relay node, or null. */
+    io.jmesh.transport.net.Route relayedRoute(io.jmesh.transport.net.ListenHandle peer) {
+        return routes == null ? null : routes.relayedRoute(peer);
+    }
+
+    /** Why no route reaches {@code peer}: this node's links and what its routing table knows. */
+    String noRouteReason(io.jmesh.transport.net.ListenHandle peer) {
+        return "this node's links " + links.stream().map(LocalLink::prefix).toList() + ", peer " + peer.prefixes()
+                + "; " + (routes == null ? "no route discovery" : routes.describe())
+                + " (is every node of the path running jmesh with the same JMESH_ROUTE_PORT?)";
+    }
+
     /**
-     * Closes open connections, then listeners, then registrations still open, then every protection domain and
-     * device, then the handshake agent, in that order; reports the first failure. Connections must not be in use by
+     * Closes the relay (every connection it relays for others), then open connections, then listeners, then
+     * registrations still open, then every protection domain and device, then the handshake agent, in that order;
+     * reports the first failure. Connections must not be in use by
      * other threads meanwhile.
      */
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
+    public void close() {
+        VerbsRelay r;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            r = relay;
         }
-        closed = true;
+        if (r != null) {
+            r.close();          // first and outside this lock: its handshake threads and chunk rings take it to end
+        }
+        closeRest();
+    }
+
+    private synchronized void closeRest() {
         List<AutoCloseable> order = new ArrayList<>(connections);
         order.addAll(owned);
         order.addAll(registrations);

@@ -1,7 +1,10 @@
 package io.jmesh.transport.route;
 
 import io.jmesh.transport.log.WarnLimiter;
+import io.jmesh.transport.net.ListenAddress;
+import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.StaticRoute;
 import io.jmesh.transport.route.RouteFrame.Decoded;
 import io.jmesh.transport.route.RouteFrame.Link;
@@ -151,6 +154,28 @@ public final class RouteService implements AutoCloseable {
     /** The way to {@code target} through other nodes, or null; see {@link RouteTable#nextHop}. */
     public NextHop nextHop(InetAddress target) {
         return table.nextHop(target, System.nanoTime());
+    }
+
+    /**
+     * The route to {@code peer} through other nodes: for each of its addresses the neighbour with a relay endpoint
+     * that reaches it in the fewest relays, then over the fastest link; null when the table knows none.
+     */
+    public Route relayedRoute(ListenHandle peer) {
+        Route best = null;
+        int bestRelays = Integer.MAX_VALUE;
+        for (int i = 0; i < peer.addresses().size(); i++) {
+            ListenAddress address = peer.addresses().get(i);
+            if (address.prefix().address().isLinkLocalAddress()) {
+                continue;
+            }
+            NextHop hop = nextHop(address.prefix().address());
+            if (hop != null && hop.relayPort() != 0 && (hop.relays() < bestRelays || hop.relays() == bestRelays
+                    && hop.local().speedMbps() > best.local().speedMbps())) {
+                best = new Route(hop.local(), address, i, hop.relayHop());
+                bestRelays = hop.relays();
+            }
+        }
+        return best;
     }
 
     /** What the table knows, for error messages. */

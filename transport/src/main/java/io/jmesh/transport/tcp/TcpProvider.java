@@ -11,7 +11,6 @@ import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.NoRouteException;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
-import io.jmesh.transport.route.NextHop;
 import io.jmesh.transport.route.RouteService;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -191,26 +190,9 @@ public final class TcpProvider implements Provider {
         return c;
     }
 
-    /**
-     * The route to {@code peer} through other nodes: for each of its addresses the neighbour with a TCP relay that
-     * reaches it in the fewest relays, then over the fastest link; null when the routing table knows none.
-     */
+    /** The route to {@code peer} through other nodes, or null (see {@link RouteService#relayedRoute}). */
     Route relayedRoute(ListenHandle peer) {
-        Route best = null;
-        int bestRelays = Integer.MAX_VALUE;
-        for (int i = 0; i < peer.addresses().size(); i++) {
-            var address = peer.addresses().get(i);
-            if (address.prefix().address().isLinkLocalAddress()) {
-                continue;
-            }
-            NextHop hop = routes.nextHop(address.prefix().address());
-            if (hop != null && hop.relayPort() != 0 && (hop.relays() < bestRelays || hop.relays() == bestRelays
-                    && hop.local().speedMbps() > best.local().speedMbps())) {
-                best = new Route(hop.local(), address, i, hop.relayHop());
-                bestRelays = hop.relays();
-            }
-        }
-        return best;
+        return routes.relayedRoute(peer);
     }
 
     /** Why no route reaches {@code peer}: this node's links and what its routing table knows. */

@@ -1,7 +1,5 @@
 package io.jmesh.transport.rdma;
 
-import io.jmesh.api.Context;
-import io.jmesh.api.Fabric;
 import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.transport.net.ListenAddress;
 import io.jmesh.transport.net.ListenHandle;
@@ -17,27 +15,29 @@ import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * What a verbs connect says when no link reaches the peer but route discovery knows a way: the node it goes through
- * and that the verbs relay is not there yet. The neighbour here is a TCP fabric on loopback; the route service is the
- * one a verbs provider runs. No RDMA device needed.
+ * What a verbs connect says when no link reaches the peer and no relay can take it: where discovery knows a way whose
+ * neighbour offers no relay endpoint, that neighbour and what to check; else what the table knows. The neighbour here
+ * is a bare route service on loopback subnets that advertises no relay; the route service is the one a verbs provider
+ * runs. No RDMA device needed.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class RelayPendingTest {
+class RdmaNoRouteTest {
     @Test
-    void aPeerBehindANeighbourIsNamedWithTheMissingVerbsRelay() throws Exception {
+    void aPeerBehindANeighbourWithoutARelayIsNamedWithWhatToCheck() throws Exception {
         int port = ThreadLocalRandom.current().nextInt(30_000, 40_000);
         LocalLink mine = LocalLink.tcp(IpPrefix.parse("127.74.1.1/24"), 0);
         ListenHandle peer = new ListenHandle(0, 42, List.of(new ListenAddress(IpPrefix.parse("127.74.2.3/24"), 4791,
                 0)));
         NoRouteException direct = new NoRouteException("no shared subnet with peer [127.74.2.3/24]", List.of(),
                 List.of());
-        try (Fabric neighbour = Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp")
-                .addresses("127.74.1.2/24,127.74.2.2/24").routePort(port));
+        try (RouteService neighbour = RouteService.start(List.of(LocalLink.tcp(IpPrefix.parse("127.74.1.2/24"), 0),
+                LocalLink.tcp(IpPrefix.parse("127.74.2.2/24"), 0)), port, Map.of(), List.of());
              RouteService routes = RouteService.start(List.of(mine), port, Map.of(), List.of())) {
             long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (routes.nextHop(InetAddress.getByName("127.74.2.3")) == null) {
@@ -46,16 +46,17 @@ class RelayPendingTest {
                 }
                 Thread.sleep(20);
             }
-            String message = RelayPending.explain(direct, peer, routes).getMessage();
+            assertNull(routes.relayedRoute(peer), "a neighbour without a relay endpoint is no relayed route");
+            String message = RdmaNoRoute.explain(direct, peer, routes).getMessage();
             assertTrue(message.startsWith("no shared subnet with peer [127.74.2.3/24]")
                     && message.contains("goes through node 127.74.1.2 (1 relay)")
-                    && message.contains("the verbs relay is not there yet"), message);
+                    && message.contains("offers no relay endpoint"), message);
             ListenHandle nowhere = new ListenHandle(0, 42, List.of(new ListenAddress(IpPrefix.parse("127.74.9.3/24"),
                     4791, 0)));
-            String none = RelayPending.explain(direct, nowhere, routes).getMessage();
+            String none = RdmaNoRoute.explain(direct, nowhere, routes).getMessage();
             assertTrue(none.contains("no route through other nodes either") && none.contains("neighbour 127.74.1.2"),
                     none);
         }
-        assertSame(direct, RelayPending.explain(direct, peer, null));
+        assertSame(direct, RdmaNoRoute.explain(direct, peer, null));
     }
 }

@@ -7,13 +7,11 @@ import io.jmesh.transport.route.NextHop;
 import io.jmesh.transport.route.RouteService;
 
 /**
- * What a verbs connect says when no local link reaches the peer. Where route discovery knows a way through other
- * nodes, the verbs relay (forwarding by RDMA from registered memory on the intermediate node) would carry it, and it
- * is not there yet: the message names the node the route goes through and the ways around it, at once, not after a
- * timeout.
+ * What a verbs connect says when no local link reaches the peer and no relay can take it: where route discovery knows
+ * a way whose neighbour offers no relay endpoint, that neighbour and what to check; else what the table knows.
  */
-final class RelayPending {
-    private RelayPending() {
+final class RdmaNoRoute {
+    private RdmaNoRoute() {
     }
 
     static NoRouteException explain(NoRouteException direct, ListenHandle peer, RouteService routes) {
@@ -29,8 +27,9 @@ final class RelayPending {
         }
         String more = best != null
                 ? "; the route to the peer goes through node " + best.neighbour().getHostAddress() + " ("
-                + best.relays() + (best.relays() == 1 ? " relay" : " relays") + "), but the verbs relay is not there "
-                + "yet: run these nodes with JMESH_PROVIDER=tcp (which relays), or cable a direct link"
+                + best.relays() + (best.relays() == 1 ? " relay" : " relays") + "), which offers no relay endpoint "
+                + "(is jmesh running there, with the same JMESH_ROUTE_PORT? a JMESH_ROUTES entry also needs the "
+                + "neighbour to answer route discovery)"
                 : "; no route through other nodes either: " + routes.describe()
                 + (routes.settling() ? " (route discovery is still starting: retry in a few seconds)" : "");
         return new NoRouteException(direct.getMessage() + more, direct.localAddresses(), direct.peerAddresses());

@@ -1,0 +1,186 @@
+package io.jmesh.transport.rdma;
+
+import io.jmesh.api.Registration;
+import io.jmesh.api.Status;
+import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Fate;
+import io.jmesh.transport.core.Op;
+import io.jmesh.transport.core.SendSlot;
+import io.jmesh.transport.core.SendWire;
+import io.jmesh.transport.verbs.Wr;
+import io.jmesh.verbs.Errno;
+import io.jmesh.verbs.ffi.verbs_h;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The verbs wire of a sender whose receiver is reached through a relay node ({@link RelayLayout}). The core matches
+ * sends against the clear-to-send entries the relay forwards into this side's FIFO, exactly as on a direct
+ * connection; a full slot goes out as its descriptors (where each buffer lies, its length and key), one RDMA write
+ * into the relay's descriptor ring, and completes when the relay's done word says it has read the data. One-sided
+ * operations are refused: the far node's keys belong to a NIC this side has no queue pair to.
+ */
+final class RelayedSendWire implements SendWire {
+    private static final long DESC_WR = 1;
+
+    private final Fate fate;
+    private final SendSlot[] slots;
+    private final Endpoint ep;
+    private final String relay;
+    private final long relayRing;
+    private final int relayRkey;
+    private final MemorySegment fifo;
+    private final MemorySegment descs;
+    private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
+    private final int flagSignaled = verbs_h.IBV_SEND_SIGNALED();
+    private final int wcSuccess = verbs_h.IBV_WC_SUCCESS();
+    private long full;
+    private long posted;
+    private long completed;
+    private int outstanding;
+
+    /**
+     * @param relay     the relay node's address, for errors
+     * @param relayRing the relay's descriptor ring (address and key from its handshake reply)
+     */
+    RelayedSendWire(Fate fate, SendSlot[] slots, Endpoint ep, String relay, long relayRing, int relayRkey) {
+        this.fate = fate;
+        this.slots = slots;
+        this.ep = ep;
+        this.relay = relay;
+        this.relayRing = relayRing;
+        this.relayRkey = relayRkey;
+        this.fifo = ep.control.asSlice(0, Cts.FIFO_BYTES);
+        this.descs = ep.control.asSlice(Cts.FIFO_BYTES, RelayLayout.DESCS);
+    }
+
+    MemorySegment fifo() {
+        return fifo;
+    }
+
+    @Override
+    public boolean owns(Registration registration, long offset, long length) {
+        return registration instanceof RdmaRegistration r && r.contains(offset, length);
+    }
+
+    @Override
+    public void matched(SendSlot slot, int i) {
+        if (slot.full()) {
+            full++;
+            drainPosts();
+        }
+    }
+
+    private void drainPosts() {
+        while (posted < full && !fate.failed()) {
+            if (!post(slots[(int) (posted & (Cts.MAX_REQUESTS - 1))])) {
+                return;
+            }
+            posted++;
+        }
+    }
+
+    /** Writes a full slot's descriptors into the relay's ring: one write, two where the run wraps the ring. */
+    private boolean post(SendSlot s) {
+        int n = s.nreqs;
+        long from = s.entry & (Cts.ENTRIES - 1);
+        int first = (int) Math.min(n, Cts.ENTRIES - from);
+        int wrs = first < n ? 2 : 1;
+        if (outstanding + wrs >= ep.sendDepth) {
+            return false;                          // one entry stays free for the liveness probe
+        }
+        for (int i = 0; i < n; i++) {
+            RdmaRegistration reg = (RdmaRegistration) s.registration[i];
+            RelayLayout.write(descs, RelayLayout.at(s.entry + i), reg.address + s.offset[i], s.length[i],
+                    reg.rkey(ep.deviceIndex), s.seq);
+        }
+        int lkey = ep.controlMr.lkey();
+        Wr.sge(ep.sge[0], descs.address() + from * RelayLayout.DESC_BYTES, first * RelayLayout.DESC_BYTES, lkey);
+        Wr.send(ep.wr[0], DESC_WR, MemorySegment.NULL, ep.sge[0], 1, opWrite, flagSignaled, 0,
+                relayRing + from * RelayLayout.DESC_BYTES, relayRkey);
+        if (wrs == 2) {
+            Wr.sge(ep.sge[1], descs.address(), (n - first) * RelayLayout.DESC_BYTES, lkey);
+            Wr.send(ep.wr[1], DESC_WR, MemorySegment.NULL, ep.sge[1], 1, opWrite, flagSignaled, 0, relayRing,
+                    relayRkey);
+            Wr.link(ep.wr[0], ep.wr[1]);
+        } else {
+            Wr.link(ep.wr[0], MemorySegment.NULL);
+        }
+        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
+        if (rc != 0) {
+            fate.fail("ibv_post_send (to the relay " + relay + ") on " + ep.device.name() + " failed: "
+                    + Errno.describe(rc));
+            return false;
+        }
+        outstanding += wrs;
+        return true;
+    }
+
+    @Override
+    public int start(Op op) {
+        return Status.BAD_ARGUMENT;               // see the class comment; docs/api.md says so
+    }
+
+    @Override
+    public void progress() {
+        if (fate.state() != 0) {
+            return;
+        }
+        int n = ep.cq.poll(ep.wcs, Endpoint.WC_BATCH);
+        if (n < 0) {
+            fate.fail("ibv_poll_cq on " + ep.device.name() + " failed: " + n);
+            return;
+        }
+        for (int i = 0; i < n; i++) {
+            int status = Wr.wcStatus(ep.wcs, i);
+            long wrId = Wr.wcWrId(ep.wcs, i);
+            if (status != wcSuccess) {
+                fate.fail((wrId == Endpoint.PROBE_WR ? "the relay node " + relay + " stopped answering: a liveness "
+                        + "probe on " : "a write to the relay node " + relay + " on ") + ep.device.name()
+                        + " failed: " + ep.device.verbs().wcStatusString(status)
+                        + " (the relay's jmesh process died or closed, or the link went down)");
+                return;
+            }
+            if (wrId == Endpoint.PROBE_WR) {
+                ep.probeDone();
+            }
+            outstanding--;
+        }
+        long done = RelayLayout.done(ep.control);
+        if ((done & RelayLayout.FAILED) != 0) {
+            fate.fail("the relay node " + relay + " lost the connection to the receiver (the receiver closed or "
+                    + "died, or the link beyond the relay went down; see the relay node's log)");
+            return;
+        }
+        if (done > posted) {
+            fate.fail("the relay node " + relay + " reported request " + done + " done, but only " + posted
+                    + " were sent (run the same jmesh version on every node)");
+            return;
+        }
+        while (completed < done) {
+            slots[(int) (completed & (Cts.MAX_REQUESTS - 1))].completeAll();
+            completed++;
+        }
+        if (n == 0 && outstanding < ep.sendDepth) {
+            int p = ep.idle(relayRing, relayRkey);
+            if (p > 0) {
+                outstanding++;
+            } else if (p < 0) {
+                fate.fail("ibv_post_send (liveness probe) on " + ep.device.name() + " failed: "
+                        + Errno.describe(-p));
+                return;
+            }
+        }
+        drainPosts();
+    }
+
+    @Override
+    public void close() {
+        ep.close();
+    }
+
+    @Override
+    public String toString() {
+        return "rdma sender on " + ep.device.name() + " through the relay " + relay;
+    }
+}
