@@ -54,6 +54,18 @@ public final class FabricSupport {
         return new ListenHandle(peer.flags(), peer.secret(), keep);
     }
 
+    /**
+     * The local link a direct connection to {@code peer} takes, or null where no link shares a subnet with it (the
+     * connection goes through a relay node).
+     */
+    public static LocalLink directLink(List<LocalLink> links, ListenHandle peer) {
+        try {
+            return io.jmesh.transport.net.RouteSelector.best(links, peer).local();
+        } catch (io.jmesh.transport.net.NoRouteException e) {
+            return null;
+        }
+    }
+
     /** A listener's own handle restricted to {@code device}'s addresses (the server side of -d). */
     public static ListenHandle restrictOwn(ListenHandle own, List<LocalLink> links, String device) {
         if (device == null) {

@@ -44,7 +44,8 @@ class RelayCommandTest {
         int[] rc = {-1};
         Thread relay = Thread.ofPlatform().start(() -> {
             try {
-                rc[0] = RelayCommand.run(List.of("--addresses", "127.72.1.2/24,127.72.2.2/24", "--seconds", "100"),
+                rc[0] = RelayCommand.run(List.of("--addresses", "127.72.1.2/24,127.72.2.2/24", "--provider", "tcp",
+                        "--seconds", "100"),
                         new PrintStream(out, true, StandardCharsets.UTF_8), System.err);
             } catch (InterruptedException e) {
                 rc[0] = 0;
@@ -54,7 +55,7 @@ class RelayCommandTest {
              Fabric c = Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp").addresses("127.72.2.3/24"));
              Listener l = c.listen();
              Arena arena = Arena.ofConfined()) {
-            await("the relay starts", () -> out.toString(StandardCharsets.UTF_8).contains("relaying on"));
+            await("the relay starts", () -> out.toString(StandardCharsets.UTF_8).contains("relaying (tcp) on"));
             Connector connector = a.connect(l.handle());
             Sender[] s = new Sender[1];
             Receiver[] r = new Receiver[1];

@@ -247,11 +247,18 @@ public final class NcclPlugin {
     /**
      * Starts a connect. NCCL's device choice is kept when one of its links shares a subnet with the peer (that link is
      * passed to the transport as the preferred one); otherwise the mesh's choice (a link that does reach the peer) is
-     * taken, and the log says so.
+     * taken, and the log says so. A peer that no link reaches goes through a relay node (the fabric's connect finds
+     * it, or throws naming what the routing table knows).
      */
     private PendingConnect start(Fabric f, int dev, byte[] handle) throws NoRouteException {
         ListenHandle peer = ListenHandle.decode(handle);
-        List<Route> routes = RouteSelector.select(f.links(), peer);
+        List<Route> routes;
+        try {
+            routes = RouteSelector.select(f.links(), peer);
+        } catch (NoRouteException direct) {
+            return new PendingConnect(f.connect(handle, null), dev, " (no link of this node reaches the peer "
+                    + peer.prefixes() + ": through a relay node)");
+        }
         NcclDevice chosen = dev >= 0 && dev < devices.size() ? devices.get(dev) : null;
         Route viaChosen = null;
         for (Route r : routes) {

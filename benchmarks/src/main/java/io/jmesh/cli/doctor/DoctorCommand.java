@@ -16,7 +16,6 @@ import io.jmesh.cli.perf.Oob;
 import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.NoRouteException;
-import io.jmesh.transport.net.RouteSelector;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -134,6 +133,7 @@ public final class DoctorCommand {
         List<NodeReport> nodes = new ArrayList<>();
         nodes.add(me);
         Map<String, String> status = new LinkedHashMap<>();
+        Map<String, String> routes = new LinkedHashMap<>();
         if (!peers.isEmpty()) {
             Fabric fabric = null;
             String openError = null;
@@ -157,6 +157,9 @@ public final class DoctorCommand {
                             status.put(r.report().name(), r.error() == null && "rdma".equals(r.provider())
                                     ? String.format(java.util.Locale.ROOT, "RDMA ok (%.1f ms)",
                                     r.handshakeNanos() / 1e6) : "FAILED");
+                            if (r.route() != null) {
+                                routes.put(r.report().name(), r.route());
+                            }
                         }
                     }
                 } finally {
@@ -171,7 +174,7 @@ public final class DoctorCommand {
             }
         }
         out.println();
-        out.print(MeshMap.render(nodes, status));
+        out.print(MeshMap.render(nodes, status, routes));
         out.println();
         out.println("summary: " + Checks.summary(checks));
         return checks.stream().anyMatch(c -> c.status() == Check.Status.FAIL) ? 1 : 0;
@@ -190,20 +193,18 @@ public final class DoctorCommand {
                         "run the same jmesh version on both nodes");
             }
             ListenHandle handle = ListenHandle.parse(oob.expect("handle").getOrDefault("handle", ""));
-            try {
-                RouteSelector.best(fabric.links(), handle);
-            } catch (NoRouteException e) {
-                oob.send("abort reason=no-route");
-                return PeerResult.failed(peer, them, "no local link shares a subnet with it: " + e.getMessage(),
-                        "cable the two nodes directly and give both ends of that link addresses on one subnet with "
-                                + "the same prefix length (docs/dgx-spark.md)");
-            }
             pattern(reg.memory(), PROBE_BYTES, seed);
             long t0 = System.nanoTime();
             Connector c;
             try {
                 c = fabric.connect(handle.encode());
-            } catch (RuntimeException | NoRouteException e) {
+            } catch (NoRouteException e) {
+                oob.send("abort reason=no-route");
+                return PeerResult.failed(peer, them, "no route to it: " + e.getMessage(),
+                        "cable the two nodes directly and give both ends of that link addresses on one subnet with "
+                                + "the same prefix length, or run jmesh (or 'jmesh relay') on a node linked to both "
+                                + "(docs/dgx-spark.md, docs/troubleshooting.md)");
+            } catch (RuntimeException e) {
                 oob.send("abort reason=connect");
                 return PeerResult.failed(peer, them, "connect failed: " + e.getMessage(),
                         "set JMESH_PROVIDER the same on both nodes and fix what 'jmesh doctor' reports on each");

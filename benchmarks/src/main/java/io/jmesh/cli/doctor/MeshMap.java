@@ -37,11 +37,16 @@ public final class MeshMap {
         return out;
     }
 
+    public static String render(List<NodeReport> nodes, Map<String, String> status) {
+        return render(nodes, status, Map.of());
+    }
+
     /**
      * @param nodes  this node first, then the peers that answered
      * @param status per peer node name, what the handshake showed (e.g. "RDMA ok"); absent: not tested from here
+     * @param routes per peer node name, the route its connection took ({@code Connector.route()}), drawn at the end
      */
-    public static String render(List<NodeReport> nodes, Map<String, String> status) {
+    public static String render(List<NodeReport> nodes, Map<String, String> status, Map<String, String> routes) {
         StringBuilder sb = new StringBuilder();
         List<Edge> edges = edges(nodes);
         String me = nodes.getFirst().name();
@@ -93,14 +98,47 @@ public final class MeshMap {
                     } else {
                         List<String> subnets = edges.stream().filter(e -> (e.a() == r && e.b() == c)
                                 || (e.a() == c && e.b() == r)).map(Edge::subnet).distinct().toList();
-                        cell = subnets.isEmpty() ? "NO LINK" : String.join("+", subnets);
+                        NodeReport peer = r.name().equals(me) ? c : c.name().equals(me) ? r : null;
+                        String relay = peer == null ? null : relayName(nodes, routes.get(peer.name()));
+                        cell = !subnets.isEmpty() ? String.join("+", subnets)
+                                : relay != null ? "via " + relay : "NO LINK";
                     }
                     row.append(String.format(Locale.ROOT, "%-" + cw + "s", cell));
                 }
                 sb.append(row.toString().stripTrailing()).append('\n');
             }
         }
+        if (!routes.isEmpty()) {
+            sb.append('\n').append("routes from ").append(me).append(":\n");
+            for (Map.Entry<String, String> e : routes.entrySet()) {
+                String relay = relayName(nodes, e.getValue());
+                String path = relay == null ? me + " ==> " + e.getKey()
+                        : me + " ==> " + relay + " ==> " + e.getKey();
+                sb.append(String.format(Locale.ROOT, "  %-" + w + "s  %-8s %-" + (3 * w + 12) + "s %s", e.getKey(),
+                        relay == null ? "direct" : "relayed", path, e.getValue()).stripTrailing()).append('\n');
+            }
+        }
         return sb.toString();
+    }
+
+    /**
+     * The relay of a route ("... via 192.168.100.2"): the name of the node that has that address, else the address;
+     * null for a direct route.
+     */
+    static String relayName(List<NodeReport> nodes, String route) {
+        int at = route == null ? -1 : route.indexOf(" via ");
+        if (at < 0) {
+            return null;
+        }
+        String address = route.substring(at + 5).split("[ ,]")[0];
+        for (NodeReport n : nodes) {
+            for (NodeReport.Link l : n.links()) {
+                if (l.address().address().getHostAddress().equals(address)) {
+                    return n.name();
+                }
+            }
+        }
+        return address;
     }
 
     /** The seeds' triangle picture, when each pair of the three nodes has a link. */

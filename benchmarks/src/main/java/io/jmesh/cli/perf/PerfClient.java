@@ -12,9 +12,8 @@ import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Sender;
 import io.jmesh.cli.FabricSupport;
 import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.NoRouteException;
-import io.jmesh.transport.net.Route;
-import io.jmesh.transport.net.RouteSelector;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -67,7 +66,7 @@ final class PerfClient {
                 ListenHandle peer = ListenHandle.parse(requireField(handle, "handle"));
                 RemoteRegion peerRegion = write ? region(handle, 2 * o.maxSize()) : null;
                 ListenHandle target = FabricSupport.restrictPeer(peer, fabric.links(), o.device());
-                Route route = RouteSelector.best(fabric.links(), target);
+                LocalLink local = FabricSupport.directLink(fabric.links(), target);    // null: relayed
                 Sender[] senders = new Sender[o.qps()];
                 String routeText = null;
                 for (int i = 0; i < o.qps(); i++) {
@@ -83,7 +82,7 @@ final class PerfClient {
                     open.add(back);
                 }
                 oob.expect("ready");
-                header.print(fabric, route.local(), routeText, o.qps(), write);
+                header.print(fabric, local, routeText, o.qps(), write);
                 String columns = lat ? PerfReport.LAT_COLUMNS : o.gbits() ? PerfReport.BW_COLUMNS_GB
                         : PerfReport.BW_COLUMNS_MB;
                 out.println(columns);

@@ -12,9 +12,8 @@ import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Sender;
 import io.jmesh.cli.FabricSupport;
 import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.NoRouteException;
-import io.jmesh.transport.net.Route;
-import io.jmesh.transport.net.RouteSelector;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -97,15 +96,15 @@ final class PerfServer {
                 String route = "(accepting)";
                 if (test.equals("lat")) {
                     ListenHandle peer = ListenHandle.parse(requireField(hello, "handle"));
-                    Route r = RouteSelector.best(fabric.links(), FabricSupport.restrictPeer(peer, fabric.links(),
-                            o.device()));
+                    LocalLink local = FabricSupport.directLink(fabric.links(), FabricSupport.restrictPeer(peer,
+                            fabric.links(), o.device()));                              // null: relayed
                     Connector c = fabric.connect(FabricSupport.restrictPeer(peer, fabric.links(), o.device())
                             .encode());
                     open.add(c);
                     echo = Connections.await(c, o.timeout(), IdleStrategy.controlPlane());
                     open.add(echo);
                     route = c.route();
-                    header.print(fabric, r.local(), route, qps, write);
+                    header.print(fabric, local, route, qps, write);
                 } else {
                     header.print(fabric, null, "accepted " + qps + " connection(s) on " + own, qps, false);
                 }

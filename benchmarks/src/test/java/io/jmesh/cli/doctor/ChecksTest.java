@@ -226,4 +226,24 @@ class ChecksTest {
         assertTrue(broken.contains("NO LINK"), broken);
         assertTrue(broken.contains("no node checked here is on this subnet"), broken);
     }
+
+    @Test
+    void theMeshMapDrawsRelayedPathsThroughTheNodeThatRelays() {
+        NodeReport a = node("tb-a", "rxe0 eth0 192.168.100.1/24 1500 1024");
+        NodeReport b = node("tb-b", "rxe0 eth0 192.168.100.2/24 1500 1024", "rxe1 eth1 192.168.101.2/24 1500 1024");
+        NodeReport c = node("tb-c", "rxe0 eth0 192.168.101.3/24 1500 1024");
+        Map<String, String> routes = new java.util.LinkedHashMap<>();
+        routes.put("tb-b", "rxe0 192.168.100.1/24 -> 192.168.100.2/24");
+        routes.put("tb-c", "rxe0 192.168.100.1/24 -> 192.168.101.3/24 via 192.168.100.2");
+        String map = MeshMap.render(List.of(a, b, c), Map.of("tb-b", "RDMA ok", "tb-c", "RDMA ok"), routes);
+        assertTrue(map.contains("routes from tb-a:"), map);
+        assertTrue(map.lines().anyMatch(l -> l.contains("tb-c") && l.contains("relayed")
+                && l.contains("tb-a ==> tb-b ==> tb-c") && l.endsWith("via 192.168.100.2")), map);
+        assertTrue(map.lines().anyMatch(l -> l.trim().startsWith("tb-b") && l.contains("direct")
+                && l.contains("tb-a ==> tb-b ")), map);
+        assertTrue(map.lines().anyMatch(l -> l.trim().startsWith("tb-a") && l.contains("via tb-b")), map);
+        assertFalse(map.lines().filter(l -> l.trim().startsWith("tb-a")).anyMatch(l -> l.contains("NO LINK")), map);
+        assertEquals("192.168.9.9", MeshMap.relayName(List.of(a), "x via 192.168.9.9"));
+        assertEquals(null, MeshMap.relayName(List.of(a), "rxe0 192.168.100.1/24 -> 192.168.100.2/24"));
+    }
 }
