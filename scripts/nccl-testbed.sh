@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The NCCL plugin over real verbs (Soft-RoCE) in the testbed: nccl-net-driver drives libnccl-net-jmesh.so with
-# JMESH_PROVIDER=rdma in every guest of `pair` and `triangle`, each guest one rank connected to all others; every
-# byte is verified, test() sizes checked, and in triangle each rank's connect through NCCL's dev 0 to the peer that
-# dev 0 has no link to must be overridden by the mesh (the log says so).
+# JMESH_PROVIDER=rdma in every guest of `pair` and `triangle` (and line:N, ring:N, where ranks without a link connect
+# through a relay node), each guest one rank connected to all others; every byte is verified, test() sizes checked,
+# and in triangle each rank's connect through NCCL's dev 0 to the peer that dev 0 has no link to must be overridden
+# by the mesh (the log says so).
 #   usage: scripts/nccl-testbed.sh [TOPOLOGY...]     (default: pair triangle; needs the built plugin layout)
 # Last line: "nccl: N passed, N failed, N skipped" (one check per topology and guest).
 set -uo pipefail
@@ -20,9 +21,16 @@ if [ "${1:-}" = "--guest" ]; then # inside one guest
         --nranks "${#guests[@]}" --dir "$TESTBED_SHARED/nccl" --min 4K --max 256K --iters 16 --window 4 --group 2 \
         --log-level 3 --timeout 240 > "$log" 2>&1
     rc=$?
-    grep -E 'driver: rank|FAIL|overriding' "$log"
+    grep -E 'driver: rank|FAIL|overriding|through a relay node' "$log"
     if [ $rc -eq 0 ] && [ "$TESTBED_TOPOLOGY" = triangle ] && ! grep -q "cannot reach the peer" "$log"; then
         echo "nccl-testbed: $TESTBED_NAME: no connect was overridden by the mesh in triangle"
+        rc=1
+    fi
+    # the ends of a line and every node of a ring have a peer without a link: that connect went through a relay
+    last=$(( ${#guests[@]} - 1 ))
+    if [ $rc -eq 0 ] && { [[ $TESTBED_TOPOLOGY == ring:* ]] || { [[ $TESTBED_TOPOLOGY == line:* ]] \
+            && { [ "$rank" -eq 0 ] || [ "$rank" -eq "$last" ]; }; }; } && ! grep -q "through a relay node" "$log"; then
+        echo "nccl-testbed: $TESTBED_NAME: no connect went through a relay node in $TESTBED_TOPOLOGY"
         rc=1
     fi
     [ $rc -eq 0 ] && echo ok > "$TESTBED_OUT/nccl-ok" || tail -30 "$log"
@@ -39,10 +47,10 @@ if [ ! -x "$PLUGIN_DIR/bin/nccl-net-driver" ]; then
     exit 1
 fi
 for topo in "${topos[@]}"; do
-    n=2; [ "$topo" = triangle ] && n=3
+    case $topo in triangle) n=3 ;; line:*|ring:*|mesh:*) n=${topo#*:} ;; *) n=2 ;; esac
     runfile=$(mktemp)
     # a run folder of our own under target/ (target/testbed may be a symlink, which the guests cannot follow)
-    out=$ROOT/target/nccl-testbed/$(date +%Y%m%d-%H%M%S)-$topo
+    out=$ROOT/target/nccl-testbed/$(date +%Y%m%d-%H%M%S)-${topo/:/}
     mkdir -p "$(dirname "$out")"
     "$ROOT/testbed/run" --retry-infra --grace 60 -t 420 --out "$out" --run-dir-file "$runfile" "$topo" -- \
         bash "$ROOT/scripts/nccl-testbed.sh" --guest

@@ -54,13 +54,18 @@ else
         testbed_step junit-triangle testbed/junit --retry-infra -e JMESH_QPS_PER_CONNECTION=2 triangle \
             --classpath "$cp"
         testbed_step junit-twins testbed/junit --retry-infra twins --classpath "$cp"
-        # a - b - c with no a-c link: only the test written for it (no route a <-> c, neighbours connect)
+        # meshes that are not full, every node to every other through relays: a - b - c (and its relay killed
+        # mid-transfer), and a ring of four
         testbed_step junit-line3 testbed/junit --retry-infra line:3 --classpath "$cp" \
-            -- --select-class io.jmesh.transport.rdma.RdmaLineTest
+            -- --select-class io.jmesh.transport.rdma.RdmaRelayTest \
+            --select-class io.jmesh.transport.rdma.RdmaKilledRelayTest
+        testbed_step junit-ring4 testbed/junit --retry-infra ring:4 --classpath "$cp" \
+            -- --select-class io.jmesh.transport.rdma.RdmaRelayTest
     fi
-    # the NCCL plugin over verbs: nccl-net-driver in every guest of pair and triangle (docs/nccl.md)
+    # the NCCL plugin over verbs: nccl-net-driver in every guest of pair, triangle, line:3 and ring:4, all ranks to
+    # all, through relay nodes where no link joins two ranks (docs/nccl.md)
     if [ -x nccl-shim/target/nccl-plugin/bin/nccl-net-driver ]; then
-        testbed_step nccl scripts/nccl-testbed.sh pair triangle
+        testbed_step nccl scripts/nccl-testbed.sh pair triangle line:3 ring:4
     else
         echo "testbed: no NCCL plugin layout (nccl-shim/target/nccl-plugin: the Maven build above failed?)"
         add_counts 0 1 0
