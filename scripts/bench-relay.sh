@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Relayed against direct in the Soft-RoCE testbed, by hand (not part of ./test): on 'line:3' (a - b - c), 'jmesh bw'
+# and 'jmesh lat' from a to c through b's verbs relay ('jmesh relay' on b) and from a to b directly, interleaved in
+# one run on the same guests, at 64 KiB to 4 MiB.
+#
+#   scripts/bench-relay.sh [ROUNDS]      (default 2)
+#
+# Writes docs/bench/testbed-relay.tsv and docs/bench/testbed-relay-summary.txt (medians over the rounds).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+. "$ROOT/scripts/lib.sh"
+cd "$ROOT"
+rounds=${1:-2}
+[[ $rounds =~ ^[0-9]+$ ]] && (( rounds >= 1 )) || jmesh_die "usage: scripts/bench-relay.sh [ROUNDS]"
+jmesh_find_jdk
+jmesh_say "building (mvn package) ..."
+jmesh_mvn -o package -pl benchmarks -am -DskipTests || jmesh_die "the build failed"
+stamp=$(date +%Y%m%d-%H%M%S)
+snap=$ROOT/target/bench-runs/$stamp-relay-classpath
+mkdir -p "$snap" && cp benchmarks/target/jmesh-benchmarks.jar "$snap/" && cp -r benchmarks/target/lib "$snap/"
+export JMESH_CP="$snap/jmesh-benchmarks.jar:$snap/lib/*"
+rd=$ROOT/target/bench-runs/$stamp-relay
+testbed/run --out "$rd" -t $((rounds * 1200 + 300)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP line:3 -- \
+    bash "$ROOT/scripts/bench-relay-guest.sh" "$rounds"
+rc=$?
+[[ $rc == 0 ]] || jmesh_say "the run failed (exit $rc); what finished is summarised below (logs: $rd)"
+mkdir -p docs/bench
+tsv=docs/bench/testbed-relay.tsv
+printf 'round\tpath\ttest\tbytes\tvalue\tunit\n' > "$tsv"
+for f in "$rd"/a/out/relay/r*-*.log; do
+  [[ -f $f ]] || continue
+  b=$(basename "$f" .log); r=${b%%-*}; r=${r#r}; rest=${b#*-}; path=${rest%%-*}; rest=${rest#*-}
+  test=${rest%%-*}; size=${rest#*-}
+  if [[ $test == bw ]]; then
+    awk -v s="$size" -v r="$r" -v p="$path" '$1 == s && NF >= 5 { printf "%s\t%s\tbw\t%s\t%s\tMB/s\n", r, p, $1, $4 }' "$f" | tail -1
+  else
+    awk -v s="$size" -v r="$r" -v p="$path" '$1 == s && NF >= 9 { printf "%s\t%s\tlatsend\t%s\t%s\tusec\n", r, p, $1, $5 }' "$f" | tail -1
+  fi
+done | sort -k3,3 -k4,4n -k1,1n -k2,2 >> "$tsv"
+{
+  echo "# relayed (a -> c through b's verbs relay) against direct (a -> b) on the testbed's line:3, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "# $rounds rounds, interleaved; medians over the rounds (Soft-RoCE under QEMU TCG: compare ratios, not absolutes)"
+  printf '%-8s %10s %12s %12s %8s\n' test bytes direct relayed ratio
+  awk -F'\t' 'NR > 1 { k = $3 "\t" $4; v[k, $2] = v[k, $2] " " $5; keys[k] = 1 }
+    function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) }
+    END { for (k in keys) { split(k, kk, "\t"); d = median(v[k, "direct"]); x = median(v[k, "relayed"])
+            printf "%-8s %10s %12s %12s %8s\n", kk[1], kk[2], d, x, (d > 0 && x != "") ? sprintf("%.2f", x / d) : "-" } }' "$tsv" \
+    | sort -k1,1 -k2,2n
+  echo "# bw: MB/s (BW average), ratio = relayed / direct (goal >= 0.80); latsend: t_typical usec of isend/irecv"
+  echo "# (half a round trip), ratio = relayed / direct; relayed - direct = the latency one relay adds"
+} > docs/bench/testbed-relay-summary.txt
+cat docs/bench/testbed-relay-summary.txt
+exit $rc
