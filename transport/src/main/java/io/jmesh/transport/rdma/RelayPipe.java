@@ -15,11 +15,14 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * each on the device of its own link, and a ring of chunks in memory registered on both. It forwards the receiver's
  * clear-to-send entries up unchanged; takes the sender's descriptors ({@link RelayLayout}); RDMA-reads each message
  * chunk by chunk into the ring and RDMA-writes each chunk from the same memory into the receiver's buffer at the same
- * offset; then ends the request towards the receiver exactly as a direct sender would (a write with the size as
- * immediate, or the size array), and tells the sender its buffers are free (the done word). Reads and writes run in
- * order on their queue pairs, so the ring is a FIFO of chunks: chunk k is read, written, and free again in turn.
+ * offset (a small buffer the sender wrote inline goes straight from the descriptor ring); then ends the request
+ * towards the receiver exactly as a direct sender would (a write with the size as immediate, or the size array), and
+ * tells the sender its buffers are free (the done word). Reads and writes run in order on their queue pairs, so the
+ * ring is a FIFO of chunks: chunk k is read, written, and free again in turn. An inline buffer's space is written
+ * again only after the receiver has taken the message (the receiver's next clear-to-send for that position comes
+ * after the end of message, which follows the inline write on the same queue pair).
  *
- * <p>Memory per connection is the chunk ring, whatever the message sizes; a receiver that posts nothing gets nothing
+ * <p>Memory per connection is the descriptor ring and the chunk ring, whatever the message sizes; a receiver that posts nothing gets nothing
  * pulled. Everything the sender wrote is checked against the receiver's entries before it is used (a length beyond
  * the posted buffer fails the connection). Any failure closes both queue pairs, after telling the sender why through
  * the done word: both ends see their connection fail. Runs on the relay's thread only.
@@ -29,6 +32,7 @@ final class RelayPipe implements AutoCloseable {
     private static final long WRITE = 2L << 40;
     private static final long END = 3L << 40;
     private static final long CONTROL = 4L << 40;
+    private static final long INLINE = 5L << 40;
     private static final long KIND = 0xffL << 40;
     private static final long FAIL_GRACE_NANOS = 200_000_000L;
 
@@ -42,6 +46,7 @@ final class RelayPipe implements AutoCloseable {
     private final RdmaRegistration ring;
     private final AutoCloseable ringOwner;
     private final long chunkBytes;
+    private final long chunkBase;
     private final int chunks;
     private final MemorySegment fifo;
     private final MemorySegment sizesStaging;
@@ -85,7 +90,8 @@ final class RelayPipe implements AutoCloseable {
     private boolean closed;
 
     /**
-     * @param ring      the chunk ring, registered on both devices; {@code ringOwner} frees it (after the queue pairs)
+     * @param ring      the descriptor ring then the chunks, registered on both devices; {@code ringOwner} frees it
+     *                  (after the queue pairs)
      * @param upControl the sender's control region (its FIFO at 0, its done word at {@link RelayLayout#DONE_AT})
      * @param downSizes the receiver's size array
      */
@@ -101,16 +107,17 @@ final class RelayPipe implements AutoCloseable {
         this.ring = ring;
         this.ringOwner = ringOwner;
         this.chunkBytes = chunkBytes;
-        this.chunks = (int) (ring.length / chunkBytes);
+        this.chunkBase = ring.address + RelayLayout.DESCS;
+        this.chunks = (int) ((ring.length - RelayLayout.DESCS) / chunkBytes);
         this.chunkSlot = new int[chunks];
         this.chunkBuffer = new int[chunks];
         this.chunkOffset = new long[chunks];
         this.chunkLength = new long[chunks];
         this.fifo = down.control.asSlice(0, Cts.FIFO_BYTES);
         this.sizesStaging = down.control.asSlice(Cts.FIFO_BYTES, RdmaSendWire.SIZES_BYTES);
-        this.descs = up.control.asSlice(0, RelayLayout.DESCS);
-        this.ctsStaging = up.control.asSlice(RelayLayout.DESCS, Cts.FIFO_BYTES);
-        this.doneStaging = up.control.asSlice(RelayLayout.DESCS + Cts.FIFO_BYTES, 64);
+        this.descs = ring.memory().asSlice(0, RelayLayout.DESCS);
+        this.ctsStaging = up.control.asSlice(0, Cts.FIFO_BYTES);
+        this.doneStaging = up.control.asSlice(Cts.FIFO_BYTES, 64);
     }
 
     /** Bounded work; returns how much was done (0: idle). Once it returns -1 the pipe is closed. */
@@ -197,12 +204,27 @@ final class RelayPipe implements AutoCloseable {
                     pullOffset = 0;
                     continue;
                 }
+                if (RelayLayout.flags(descs, d) == RelayLayout.INLINE) {
+                    if (downOut + 3 >= down.sendDepth) {
+                        return work;               // room for the end of message and a probe stays
+                    }
+                    long e = Cts.at(position + pullBuffer);
+                    Wr.sge(down.sge[0], ring.address + d - length, (int) length, ring.lkey(down.deviceIndex));
+                    Wr.send(down.wr[0], INLINE, MemorySegment.NULL, down.sge[0], 1, opWrite, flagSignaled, 0,
+                            Cts.addr(fifo, e), Cts.rkey(fifo, e, 0));
+                    if (!postDown("inline write")) {
+                        return work;
+                    }
+                    pullOffset = length;
+                    work++;
+                    continue;
+                }
                 if (reads - writesDone >= chunks || upOut + 1 >= up.sendDepth) {
                     return work;
                 }
                 int k = (int) (reads % chunks);
                 long c = Math.min(chunkBytes, length - pullOffset);
-                Wr.sge(up.sge[0], ring.address + k * chunkBytes, (int) c, ring.lkey(up.deviceIndex));
+                Wr.sge(up.sge[0], chunkBase + k * chunkBytes, (int) c, ring.lkey(up.deviceIndex));
                 Wr.send(up.wr[0], READ | (reads & 0xffff_ffffL), MemorySegment.NULL, up.sge[0], 1, opRead,
                         flagSignaled, 0, RelayLayout.addr(descs, d) + pullOffset, RelayLayout.rkey(descs, d));
                 Wr.link(up.wr[0], MemorySegment.NULL);
@@ -234,11 +256,14 @@ final class RelayPipe implements AutoCloseable {
             }
         }
         for (int i = 0; i < buffersOf[slot]; i++) {
-            long length = RelayLayout.length(descs, RelayLayout.at(position + i));
+            long d = RelayLayout.at(position + i);
+            long length = RelayLayout.length(descs, d);
             long posted = Cts.size(fifo, Cts.at(position + i));
-            if (length < 0 || length > posted) {
-                fail("the sender's message " + request + " buffer " + i + " has " + length + " bytes for a receive of "
-                        + posted + " (run the same jmesh version on every node)");
+            int flags = RelayLayout.flags(descs, d);
+            if (length < 0 || length > posted || (flags & ~RelayLayout.INLINE) != 0
+                    || (flags == RelayLayout.INLINE && length > RelayLayout.INLINE_MAX)) {
+                fail("the sender's message " + request + " buffer " + i + " has " + length + " bytes (flags " + flags
+                        + ") for a receive of " + posted + " (run the same jmesh version on every node)");
                 return false;
             }
         }
@@ -251,7 +276,7 @@ final class RelayPipe implements AutoCloseable {
         while (writes < readsDone && downOut + 2 < down.sendDepth && failure == null) {
             int k = (int) (writes % chunks);
             long e = Cts.at(entryOf[chunkSlot[k]] + chunkBuffer[k]);
-            Wr.sge(down.sge[0], ring.address + k * chunkBytes, (int) chunkLength[k], ring.lkey(down.deviceIndex));
+            Wr.sge(down.sge[0], chunkBase + k * chunkBytes, (int) chunkLength[k], ring.lkey(down.deviceIndex));
             Wr.send(down.wr[0], WRITE, MemorySegment.NULL, down.sge[0], 1, opWrite, flagSignaled, 0,
                     Cts.addr(fifo, e) + chunkOffset[k], Cts.rkey(fifo, e, 0));
             if (!postDown("write")) {

@@ -157,9 +157,10 @@ final class RelaySession {
         }
         down.connect(to.rails().getFirst().qp());
         arena = Arena.ofShared();
-        ring = provider.register(arena.allocate(relay.chunkBytes() * relay.chunks(), 4096));
+        ring = provider.register(arena.allocate(RelayLayout.DESCS + relay.chunkBytes() * relay.chunks(), 4096));
+        RdmaRegistration rr = (RdmaRegistration) ring;
         ConnectInfo reply = new ConnectInfo(List.of(new ConnectInfo.Rail(up.local(), up.deviceIndex, null)),
-                up.control.address(), up.controlMr.rkey());
+                rr.address, rr.rkey(up.deviceIndex));
         send(RelayFrames.accept(RANDOM.nextLong(), reply.encode()));
         header = read(RelayFrames.HEADER_BYTES);
         problem = RelayFrames.problem(header);

@@ -16,8 +16,9 @@ import java.lang.foreign.MemorySegment;
 /**
  * The verbs wire of a sender whose receiver is reached through a relay node ({@link RelayLayout}). The core matches
  * sends against the clear-to-send entries the relay forwards into this side's FIFO, exactly as on a direct
- * connection; a full slot goes out as its descriptors (where each buffer lies, its length and key), one RDMA write
- * into the relay's descriptor ring, and completes when the relay's done word says it has read the data. One-sided
+ * connection; a full slot goes out as its descriptors (where each buffer lies, its length and key; a small buffer
+ * itself), RDMA-written into the relay's descriptor ring, and completes when the relay's done word says it has the
+ * data. One-sided
  * operations are refused: the far node's keys belong to a NIC this side has no queue pair to.
  */
 final class RelayedSendWire implements SendWire {
@@ -51,7 +52,7 @@ final class RelayedSendWire implements SendWire {
         this.relayRing = relayRing;
         this.relayRkey = relayRkey;
         this.fifo = ep.control.asSlice(0, Cts.FIFO_BYTES);
-        this.descs = ep.control.asSlice(Cts.FIFO_BYTES, RelayLayout.DESCS);
+        this.descs = ep.control.asSlice(Cts.FIFO_BYTES, RelayLayout.STAGE);
     }
 
     MemorySegment fifo() {
@@ -80,31 +81,35 @@ final class RelayedSendWire implements SendWire {
         }
     }
 
-    /** Writes a full slot's descriptors into the relay's ring: one write, two where the run wraps the ring. */
+    /**
+     * Writes a full slot's descriptors into the relay's ring, one write per buffer; a buffer of up to {@link
+     * RelayLayout#INLINE_MAX} bytes goes in the same write, just before its descriptor (two gather entries: the
+     * user's buffer, then the staged descriptor), so the descriptor's sequence number still lands last.
+     */
     private boolean post(SendSlot s) {
         int n = s.nreqs;
-        long from = s.entry & (Cts.ENTRIES - 1);
-        int first = (int) Math.min(n, Cts.ENTRIES - from);
-        int wrs = first < n ? 2 : 1;
-        if (outstanding + wrs >= ep.sendDepth) {
+        if (outstanding + n >= ep.sendDepth) {
             return false;                          // one entry stays free for the liveness probe
         }
+        int lkey = ep.controlMr.lkey();
         for (int i = 0; i < n; i++) {
             RdmaRegistration reg = (RdmaRegistration) s.registration[i];
-            RelayLayout.write(descs, RelayLayout.at(s.entry + i), reg.address + s.offset[i], s.length[i],
-                    reg.rkey(ep.deviceIndex), s.seq);
-        }
-        int lkey = ep.controlMr.lkey();
-        Wr.sge(ep.sge[0], descs.address() + from * RelayLayout.DESC_BYTES, first * RelayLayout.DESC_BYTES, lkey);
-        Wr.send(ep.wr[0], DESC_WR, MemorySegment.NULL, ep.sge[0], 1, opWrite, flagSignaled, 0,
-                relayRing + from * RelayLayout.DESC_BYTES, relayRkey);
-        if (wrs == 2) {
-            Wr.sge(ep.sge[1], descs.address(), (n - first) * RelayLayout.DESC_BYTES, lkey);
-            Wr.send(ep.wr[1], DESC_WR, MemorySegment.NULL, ep.sge[1], 1, opWrite, flagSignaled, 0, relayRing,
+            long length = s.length[i];
+            boolean inline = length <= RelayLayout.INLINE_MAX;
+            long staged = RelayLayout.staged(s.entry + i);
+            long remote = relayRing + RelayLayout.at(s.entry + i);
+            RelayLayout.write(descs, staged, reg.address + s.offset[i], length, reg.rkey(ep.deviceIndex),
+                    inline ? RelayLayout.INLINE : 0, s.seq);
+            int sges = 1;
+            if (inline && length > 0) {
+                Wr.sge(ep.sge[2 * i], reg.address + s.offset[i], (int) length, reg.lkey(ep.deviceIndex));
+                remote -= length;
+                sges = 2;
+            }
+            Wr.sge(ep.sge[2 * i + sges - 1], descs.address() + staged, RelayLayout.DESC_BYTES, lkey);
+            Wr.send(ep.wr[i], DESC_WR, MemorySegment.NULL, ep.sge[2 * i], sges, opWrite, flagSignaled, 0, remote,
                     relayRkey);
-            Wr.link(ep.wr[0], ep.wr[1]);
-        } else {
-            Wr.link(ep.wr[0], MemorySegment.NULL);
+            Wr.link(ep.wr[i], i + 1 < n ? ep.wr[i + 1] : MemorySegment.NULL);
         }
         int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
         if (rc != 0) {
@@ -112,7 +117,7 @@ final class RelayedSendWire implements SendWire {
                     + Errno.describe(rc));
             return false;
         }
-        outstanding += wrs;
+        outstanding += n;
         return true;
     }
 

@@ -2,7 +2,8 @@ package io.jmesh.transport.verbs;
 
 /**
  * How a queue pair is created and connected. The defaults are NCCL's IB transport's: ACK timeout 20, retry count 7,
- * RNR retry 7; the depths allow 32 requests in flight with room for the flow-control writes.
+ * RNR retry 7; the depths allow 32 requests in flight with room for the flow-control writes. Two gather entries per
+ * send: a relayed sender writes a small buffer and its descriptor in one write (every RDMA NIC allows far more).
  *
  * @param maxSendWr   send queue depth
  * @param maxRecvWr   receive queue depth
@@ -21,6 +22,6 @@ public record QpOptions(int maxSendWr, int maxRecvWr, int maxSendSge, int maxRec
 
     /** The default depths with these timeouts and retries ({@code JMESH_IB_*}). */
     public static QpOptions of(int timeout, int retryCount, int rnrRetry, int serviceLevel, int trafficClass) {
-        return new QpOptions(256, 256, 1, 1, 0, timeout, retryCount, rnrRetry, serviceLevel, trafficClass, 64);
+        return new QpOptions(256, 256, 2, 1, 0, timeout, retryCount, rnrRetry, serviceLevel, trafficClass, 64);
     }
 }
