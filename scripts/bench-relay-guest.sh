@@ -3,7 +3,8 @@
 # relayed pair (a -> c through b), b serves the direct pair (a -> b) with route discovery off, so only b's
 # 'jmesh relay' answers discovery and relays. The out-of-band TCP exchange of 'jmesh bw' between a and c goes through
 # b's kernel (IP forwarding and two static routes set here); jmesh's data path does not use them: it picks links by
-# subnet, and a and c share none. Rounds interleave relayed and direct, so both see the same host load.
+# subnet, and a and c share none. Rounds interleave relayed and direct, so both see the same host load. A third
+# figure per size, 'ceiling', runs a -> b and b -> c direct at once (see both() below).
 set -uo pipefail
 rounds=${1:-2}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -35,11 +36,28 @@ duo() {
       || { echo "relay-bench[a]: FAILED: $name"; tail -n 15 "$out/$name.log" | sed 's/^/    /'; }
   fi
 }
+# both NAME ARGS...: a -> b and b -> c at once, each for the same time: b receives and sends at once, as a relay
+# does, so the slower flow is what b's one vCPU can forward (the testbed's ceiling for any relay through b)
+both() {
+  local name=$1; shift; local p1=$((22000 + step)) p2=$((22001 + step)); step=$((step + 2))
+  testbed-barrier "$name" 600
+  case $TESTBED_NAME in
+    a) timeout 420 "${J[@]}" "$@" -p $p1 --timeout 180 192.168.100.2 > "$out/$name-in.log" 2>&1 \
+         || { echo "relay-bench[a]: FAILED: $name"; tail -n 15 "$out/$name-in.log" | sed 's/^/    /'; } ;;
+    b) JMESH_ROUTE_PORT=0 timeout 400 "${J[@]}" "$@" -d rxe0 -p $p1 --timeout 180 > "$out/$name-in-server.log" 2>&1 &
+       local srv=$!
+       JMESH_ROUTE_PORT=0 timeout 420 "${J[@]}" "$@" -p $p2 --timeout 180 192.168.101.3 > "$out/$name-out.log" 2>&1 \
+         || { echo "relay-bench[b]: FAILED: $name"; tail -n 15 "$out/$name-out.log" | sed 's/^/    /'; }
+       wait $srv ;;
+    c) JMESH_ROUTE_PORT=0 timeout 400 "${J[@]}" "$@" -p $p2 --timeout 180 > "$out/$name-out-server.log" 2>&1 ;;
+  esac
+}
 for ((r = 1; r <= rounds; r++)); do
   for sn in "${SIZES[@]}"; do
     s=${sn%%:*} n=${sn##*:}
     duo "r$r-relayed-bw-$s" c bw -s "$s" -n "$n" --warmup $((n / 5))
     duo "r$r-direct-bw-$s" b bw -s "$s" -n "$n" --warmup $((n / 5))
+    both "r$r-ceiling-bw-$s" bw -s "$s" -D 20 --warmup $((n / 5))
   done
   duo "r$r-relayed-latsend-2" c lat -s 2 -n 1000 --warmup 100
   duo "r$r-direct-latsend-2" b lat -s 2 -n 1000 --warmup 100
