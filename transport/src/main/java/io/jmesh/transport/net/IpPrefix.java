@@ -22,31 +22,64 @@ public record IpPrefix(InetAddress address, int prefixLength) {
         }
     }
 
-    /** Parses "192.168.101.2/24" or "fd00::2/64"; a bare address gets the full-length prefix. */
+    /**
+     * Parses "192.168.101.2/24" or "fd00::2/64"; a bare address gets the full-length prefix. ASCII only, and an IPv4
+     * address in its four-part dotted form only ("1.2.3", which C's inet_aton reads as 1.2.0.3, is refused).
+     */
     public static IpPrefix parse(String text) {
-        String s = text.trim();
+        String s = text.strip();
         int slash = s.indexOf('/');
         String host = slash < 0 ? s : s.substring(0, slash);
-        if (host.isEmpty() || !host.chars().allMatch(c -> Character.digit(c, 16) >= 0 || c == '.' || c == ':')) {
-            throw new IllegalArgumentException("not an IP address: '" + text + "' (expected e.g. 192.168.101.2/24)");
+        if (host.isEmpty() || !host.chars().allMatch(c -> hexDigit(c) || c == '.' || c == ':')
+                || host.indexOf(':') < 0 && !dottedQuad(host)) {
+            throw new IllegalArgumentException("not an IP address: '" + shorten(text) + "' (expected e.g. "
+                    + "192.168.101.2/24)");
         }
         InetAddress address;
         try {
             address = InetAddress.getByName(host); // literal only: the character check above rules out host names
         } catch (UnknownHostException e) {
-            throw new IllegalArgumentException("not an IP address: '" + text + "'", e);
+            throw new IllegalArgumentException("not an IP address: '" + shorten(text) + "'", e);
         }
-        int prefix;
-        if (slash < 0) {
-            prefix = maxPrefix(address);
-        } else {
-            try {
-                prefix = Integer.parseInt(s.substring(slash + 1));
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("bad prefix length in '" + text + "'", e);
+        int prefix = slash < 0 ? maxPrefix(address)
+                : decimal(s.substring(slash + 1), "prefix length in '" + shorten(text) + "'", maxPrefix(address));
+        return new IpPrefix(address, prefix);
+    }
+
+    /**
+     * An unsigned decimal of ASCII digits up to {@code max}; the error names {@code what}. Integer.parseInt would
+     * take '+', and digits of every script.
+     */
+    public static int decimal(String text, String what, int max) {
+        boolean ok = !text.isEmpty() && text.length() <= 10 && text.chars().allMatch(c -> c >= '0' && c <= '9');
+        long v = ok ? Long.parseLong(text) : -1;
+        if (v < 0 || v > max) {
+            throw new IllegalArgumentException(what + ": '" + shorten(text) + "' is not a number from 0 to " + max);
+        }
+        return (int) v;
+    }
+
+    /** At most 64 characters of untrusted text, for an error message. */
+    public static String shorten(String text) {
+        return text.length() <= 64 ? text : text.substring(0, 61) + "...";
+    }
+
+    private static boolean hexDigit(int c) {
+        return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F';
+    }
+
+    private static boolean dottedQuad(String host) {
+        String[] parts = host.split("\\.", -1);
+        if (parts.length != 4) {
+            return false;
+        }
+        for (String p : parts) {
+            if (p.isEmpty() || p.length() > 3 || !p.chars().allMatch(c -> c >= '0' && c <= '9')
+                    || Integer.parseInt(p) > 255) {
+                return false;
             }
         }
-        return new IpPrefix(address, prefix);
+        return true;
     }
 
     static int maxPrefix(InetAddress address) {

@@ -274,38 +274,46 @@ public final class ListenHandle {
     }
 
     /**
-     * Parses the printable form written by {@link #toString()}.
+     * Parses the printable form written by {@link #toString()}. Accepts exactly what {@link #decode} accepts (the
+     * parsed handle goes through it), in printable ASCII; surrounding whitespace is ignored.
      *
      * @throws IllegalArgumentException "bad jmesh handle: ..." with the expected form
      */
     public static ListenHandle parse(String text) {
         Objects.requireNonNull(text, "text");
-        String s = text.trim();
+        String s = text.strip();
         String expected = " (expected e.g. " + PREFIX + ":0123456789abcdef@192.168.101.2/24:40123,"
                 + "[fd00::2]/64:40124#100)";
+        if (s.length() > 4 * MAX_BYTES) {
+            throw bad(s.length() + " characters, more than any handle has ('" + IpPrefix.shorten(s) + "')");
+        }
+        if (!s.chars().allMatch(c -> c >= ' ' && c < 0x7f)) {
+            throw bad("'" + IpPrefix.shorten(s) + "' has characters other than printable ASCII (a control character "
+                    + "or a non-ASCII digit?)" + expected);
+        }
         int colon = s.indexOf(':');
         int at = s.indexOf('@');
         if (colon < 0 || at < colon) {
-            throw bad("'" + text + "' is not in printable form" + expected);
+            throw bad("'" + IpPrefix.shorten(s) + "' is not in printable form" + expected);
         }
         String head = s.substring(0, colon);
         int flags = 0;
         if (head.startsWith(PREFIX + "/")) {
-            try {
-                flags = Integer.parseInt(head.substring(PREFIX.length() + 1), 16);
-            } catch (NumberFormatException e) {
-                throw bad("bad flags in '" + head + "'" + expected);
+            String f = head.substring(PREFIX.length() + 1);
+            if (f.isEmpty() || f.length() > 2 || !f.chars().allMatch(ListenHandle::hexDigit)) {
+                throw bad("bad flags in '" + IpPrefix.shorten(head) + "'" + expected);
             }
+            flags = Integer.parseInt(f, 16);
         } else if (!head.equals(PREFIX)) {
-            throw bad("'" + head + "' is not '" + PREFIX + "': not a jmesh handle, or one of another version"
+            throw bad("'" + IpPrefix.shorten(head) + "' is not '" + PREFIX + "': not a jmesh handle, or one of another version"
                     + expected);
         }
         if ((flags & ~KNOWN_FLAGS) != 0) {
             throw bad(String.format("unknown flags 0x%02X", flags));
         }
         String hex = s.substring(colon + 1, at);
-        if (hex.length() != 2 * SECRET_BYTES || !hex.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
-            throw bad("secret '" + hex + "' is not " + 2 * SECRET_BYTES + " hex digits" + expected);
+        if (hex.length() != 2 * SECRET_BYTES || !hex.chars().allMatch(ListenHandle::hexDigit)) {
+            throw bad("secret '" + IpPrefix.shorten(hex) + "' is not " + 2 * SECRET_BYTES + " hex digits" + expected);
         }
         long secret = Long.parseUnsignedLong(hex, 16);
         String list = s.substring(at + 1);
@@ -316,23 +324,29 @@ public final class ListenHandle {
         for (String entry : list.split(",", -1)) {
             addresses.add(parseEntry(entry.trim(), expected));
         }
+        ListenHandle h;
         try {
-            return new ListenHandle(flags, secret, addresses);
+            h = new ListenHandle(flags, secret, addresses);
         } catch (IllegalArgumentException e) {
             throw bad(e.getMessage());
         }
+        return decode(h.encode());
+    }
+
+    private static boolean hexDigit(int c) {
+        return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F';
     }
 
     private static ListenAddress parseEntry(String entry, String expected) {
         try {
             int hash = entry.lastIndexOf('#');
-            int speed = hash < 0 ? 0 : Integer.parseInt(entry.substring(hash + 1));
+            int speed = hash < 0 ? 0 : IpPrefix.decimal(entry.substring(hash + 1), "speed", 0xFFFF);
             String rest = hash < 0 ? entry : entry.substring(0, hash);
             int colon = rest.lastIndexOf(':');
             if (colon < 0) {
                 throw new IllegalArgumentException("no port");
             }
-            int port = Integer.parseInt(rest.substring(colon + 1));
+            int port = IpPrefix.decimal(rest.substring(colon + 1), "port", 0xFFFF);
             String prefix = rest.substring(0, colon);
             if (prefix.startsWith("[")) {
                 int close = prefix.indexOf(']');
@@ -346,7 +360,7 @@ public final class ListenHandle {
             }
             return new ListenAddress(IpPrefix.parse(prefix), port, speed);
         } catch (IllegalArgumentException e) { // NumberFormatException is one
-            throw bad("address '" + entry + "': " + e.getMessage() + expected);
+            throw bad("address '" + IpPrefix.shorten(entry) + "': " + e.getMessage() + expected);
         }
     }
 

@@ -176,4 +176,25 @@ class ListenHandleTest {
             assertTrue(e.getMessage().startsWith("bad jmesh handle: "), e.getMessage());
         }
     }
+    /** parse accepts exactly what decode accepts: addresses no peer can reach, C's short IPv4 forms, digits of other
+     *  scripts and control characters are refused, and a huge handle is not echoed whole. */
+    @Test
+    void printableFormAcceptsOnlyWhatDecodeAccepts() {
+        String secret = "jmesh1:0123456789abcdef@";
+        for (String bad : List.of(secret + "0.0.0.0/24:1", secret + "224.0.0.1/24:1", secret + "[::]/64:1",
+                secret + "1.2.3/24:1", secret + "10.0.0.1/24:4\uFF10", secret + "10.0.0.1/\uFF12\uFF14:1",
+                "jmesh1:0123456789abcde\uFF10@10.0.0.1/24:1", secret + "10.0.0.1/24:1\u0000",
+                secret + "10.0.0.1/24:+1", secret + "10.0.0.1/24:99999999999", secret + "10.0.0.1/+24:1")) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ListenHandle.parse(bad),
+                    bad);
+            assertTrue(e.getMessage().startsWith("bad jmesh handle: "), e.getMessage());
+        }
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> ListenHandle.parse(secret + "10.0.0.1/24:"
+                + "9".repeat(20))).getMessage().contains("port"), "the field is named");
+        String huge = secret + "10.0.0.1/24:1,".repeat(800);
+        String message = assertThrows(IllegalArgumentException.class, () -> ListenHandle.parse(huge)).getMessage();
+        assertTrue(message.length() < 300, message);
+        assertEquals(ListenHandle.parse(secret + "10.0.0.1/24:1"), ListenHandle.parse(" " + secret + "10.0.0.1/24:1\n"),
+                "surrounding whitespace is ignored");
+    }
 }
