@@ -12,7 +12,12 @@ package io.jmesh.api;
  * }</pre>
  */
 public interface Connector extends AutoCloseable {
-    /** The sender once connected, null while in progress. */
+    /**
+     * The sender once connected, null while in progress.
+     *
+     * @throws IllegalStateException naming the cause when the connect failed or was closed, on this and every later
+     *                               call (a poll loop ends)
+     */
     Sender poll();
 
     /** A description of the link this connection uses, e.g. "rxe0 192.168.101.2/24 -> 192.168.101.3/24". */

@@ -37,6 +37,8 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
     private long routeDeadline;
     private CoreSender sender;
     private boolean done;
+    /** Why the connect ended without a sender; every later poll throws it. */
+    private String failure;
 
     RdmaConnect(RdmaProvider provider, ListenHandle peer, String preferredLink) throws NoRouteException {
         this.provider = provider;
@@ -134,6 +136,9 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
     @Override
     public CoreSender poll() {
         if (done) {
+            if (sender == null) {
+                throw new IllegalStateException(failure);  // every poll after a failure or close says why
+            }
             return sender;
         }
         if (handshake == null && !awaitRoute()) {
@@ -183,6 +188,7 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
             }
         } catch (RuntimeException e) {
             handshake.abort(e.getMessage());
+            failure = e.getMessage();
             close();
             throw e;
         }
@@ -208,8 +214,9 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                 return false;
             }
             done = true;
-            throw new IllegalStateException("connecting to " + peer.prefixes() + " failed: no route within the "
-                    + "handshake timeout; " + provider.noRouteReason(peer));
+            failure = "connecting to " + peer.prefixes() + " failed: no route within the handshake timeout; "
+                    + provider.noRouteReason(peer);
+            throw new IllegalStateException(failure);
         }
         startRelayed(r);
         return true;
@@ -220,6 +227,9 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
     public void close() {
         if (!done) {
             done = true;
+            if (failure == null) {
+                failure = "the connect to " + peer.prefixes() + " was closed before it completed (Connector.close())";
+            }
             if (handshake != null) {
                 handshake.close();
             }

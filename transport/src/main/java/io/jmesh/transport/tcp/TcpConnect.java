@@ -44,6 +44,8 @@ public final class TcpConnect implements Connector {
     private CoreSender sender;
     private boolean confirmed;
     private boolean done;
+    /** Why the connect ended without a sender; every later poll throws it. */
+    private String failure;
 
     /** @param route the route, or null to wait for route discovery to find one */
     TcpConnect(TcpProvider provider, ListenHandle peer, Route route) {
@@ -83,6 +85,9 @@ public final class TcpConnect implements Connector {
     @Override
     public CoreSender poll() {
         if (done) {
+            if (sender == null) {
+                throw new IllegalStateException(failure);  // every poll after a failure or close says why
+            }
             return sender;
         }
         if (handshake == null && !awaitRoute()) {
@@ -101,7 +106,8 @@ public final class TcpConnect implements Connector {
                     if (!confirmed && advanceSockets()) {
                         String via = route.isRelayed() ? route.peer().prefix().address().getHostAddress()
                                 + " through the relay " + DataSockets.remote(sockets[0]) : null;
-                        sender = TcpSendWire.sender(new DataConnection(sockets, "sender", via), provider::release);
+                        sender = TcpSendWire.sender(new DataConnection(sockets, "sender", via), provider.registry(),
+                                provider::release);
                         sockets = null; // the sender owns them now
                         confirmed = true;
                         handshake.confirm();
@@ -129,12 +135,13 @@ public final class TcpConnect implements Connector {
                     + "listener's data port? check that both ends of the link are up with 'ip addr')"
                     : e.getMessage();
             handshake.abort(why);
+            failure = e instanceof IllegalArgumentException
+                    ? "connecting to " + route.peer().prefix() + " failed: " + why : why;
             close();
             if (e instanceof RuntimeException r && !(e instanceof IllegalArgumentException)) {
                 throw r;
             }
-            throw new IllegalStateException(e instanceof IllegalArgumentException
-                    ? "connecting to " + route.peer().prefix() + " failed: " + why : why, e);
+            throw new IllegalStateException(failure, e);
         }
     }
 
@@ -147,8 +154,9 @@ public final class TcpConnect implements Connector {
             }
             done = true;
             provider.release(this);
-            throw new IllegalStateException("connecting to " + peer.prefixes() + " failed: no route within the "
-                    + "handshake timeout; " + provider.noRouteReason(peer));
+            failure = "connecting to " + peer.prefixes() + " failed: no route within the handshake timeout; "
+                    + provider.noRouteReason(peer);
+            throw new IllegalStateException(failure);
         }
         start(r);
         return true;
@@ -199,6 +207,9 @@ public final class TcpConnect implements Connector {
     public void close() {
         if (!done) {
             done = true;
+            if (failure == null) {
+                failure = "the connect to " + peer.prefixes() + " was closed before it completed (Connector.close())";
+            }
             if (handshake != null) {
                 handshake.close();
             }

@@ -221,6 +221,7 @@ public final class TcpProvider implements Provider {
     @Override
     public Registration register(MemorySegment memory) {
         Objects.requireNonNull(memory, "memory");
+        checkOpen();
         return new TcpRegistration(memory, registry);
     }
 

@@ -168,14 +168,39 @@ class TcpFailureTest {
         TcpTestSupport.Pair p = connect(a, l);
         Registration rd = b.register(arena.allocate(100));
         int rr = p.receiver().irecv(1, new Registration[] {rd}, new long[] {0}, new long[] {100}, new int[] {0});
+        Registration rs = a.register(arena.allocate(1));
         a.close();
-        assertEquals(Status.CLOSED, p.sender().isend(a.register(arena.allocate(1)), 0, 1, 0));
+        assertEquals(Status.CLOSED, p.sender().isend(rs, 0, 1, 0));
+        String why = assertThrows(IllegalStateException.class, () -> a.register(arena.allocate(1))).getMessage();
+        assertTrue(why.contains("closed"), why);
         int[] t = new int[1];
         await("the receiver notices", () -> (t[0] = p.receiver().test(rr)) != 0);
         assertEquals(Status.FAILED, t[0]);
         b.close();
         assertThrows(IllegalStateException.class, l::accept);
         assertThrows(IllegalStateException.class, b::listen);
+    }
+
+    /** A poll loop on a closed connector must end: every poll after close throws, saying so. */
+    @Test
+    void pollAfterCloseOrFailureThrowsEveryTime() throws Exception {
+        TcpProvider a = provider("127.0.101.2/24", Setting.HANDSHAKE_TIMEOUT_MS.property(), "2000");
+        TcpProvider b = provider("127.0.101.3/24");
+        TcpListener l = b.listen();
+        TcpConnect c = a.connect(l.listenHandle());
+        c.close();
+        for (int i = 0; i < 3; i++) {
+            String why = assertThrows(IllegalStateException.class, c::poll).getMessage();
+            assertTrue(why.contains("closed before it completed"), why);
+        }
+        b.close();
+        TcpConnect failed = a.connect(l.listenHandle());
+        String first = assertThrows(IllegalStateException.class, () -> {
+            while (failed.poll() == null) {
+                Thread.onSpinWait();
+            }
+        }).getMessage();
+        assertEquals(first, assertThrows(IllegalStateException.class, failed::poll).getMessage());
     }
 
     @Test
