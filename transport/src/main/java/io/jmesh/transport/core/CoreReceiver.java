@@ -56,7 +56,7 @@ public final class CoreReceiver implements Receiver {
     @Override
     public int irecv(int n, Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags, int flags) {
         if ((flags & ~MORE) != 0 || !buffers(n, registrations, offsets, maxSizes) || tags == null
-                || tags.length < n) {
+                || tags.length < n || overlap(n, registrations, offsets, maxSizes)) {
             return Status.BAD_ARGUMENT;
         }
         int state = fate.state();
@@ -104,6 +104,20 @@ public final class CoreReceiver implements Receiver {
             }
         }
         return true;
+    }
+
+    /** Whether two non-empty buffers of one receive share memory: which message lands there would be a race. */
+    private static boolean overlap(int n, Registration[] registrations, long[] offsets, long[] sizes) {
+        for (int i = 0; i < n; i++) {
+            long from = registrations[i].memory().address() + offsets[i];
+            for (int j = i + 1; j < n; j++) {
+                long other = registrations[j].memory().address() + offsets[j];
+                if (sizes[i] > 0 && sizes[j] > 0 && from < other + sizes[j] && other < from + sizes[i]) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /** Announces the receives held by MORE. */

@@ -30,6 +30,8 @@ final class Endpoint implements AutoCloseable {
     private static final int IDLE_POLLS_PER_CHECK = 256;
 
     final DeviceContext device;
+    /** Registrations are usable here only when made in this protection domain (one per fabric and device). */
+    final ProtectionDomain pd;
     final DataPath ops;
     final CompletionQueue cq;
     final QueuePair qp;
@@ -58,6 +60,7 @@ final class Endpoint implements AutoCloseable {
 
     Endpoint(ProtectionDomain pd, int deviceIndex, int port, int gidIndex, byte[] gid, long controlBytes,
              QpOptions options) {
+        this.pd = pd;
         this.device = pd.device();
         this.deviceIndex = deviceIndex;
         this.ops = device.dataPath();

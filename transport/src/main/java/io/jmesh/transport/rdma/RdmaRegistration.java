@@ -30,6 +30,14 @@ final class RdmaRegistration implements Registration {
         return memory;
     }
 
+    /**
+     * Whether a queue pair of {@code ep} may use this registration: only one of the same fabric (another fabric's
+     * keys belong to another protection domain, and its NIC would fail the connection).
+     */
+    boolean usableOn(Endpoint ep) {
+        return ep.deviceIndex < regions.length && regions[ep.deviceIndex].pd() == ep.pd;
+    }
+
     int lkey(int device) {
         return regions[device].lkey();
     }

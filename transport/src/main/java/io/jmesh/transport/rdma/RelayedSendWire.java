@@ -61,7 +61,7 @@ final class RelayedSendWire implements SendWire {
 
     @Override
     public boolean owns(Registration registration, long offset, long length) {
-        return registration instanceof RdmaRegistration r && r.contains(offset, length);
+        return registration instanceof RdmaRegistration r && r.contains(offset, length) && r.usableOn(ep);
     }
 
     @Override

@@ -57,8 +57,10 @@ final class TcpReceiveWire implements ReceiveWire {
     private final ViewCache[] views;
     private int endOfStreamCount;
     private long firstEndOfStreamNanos;
+    private final TcpRegistry registry;
 
     private TcpReceiveWire(DataConnection conn, ReceiveSlot[] slots, TcpRegistry registry) {
+        this.registry = registry;
         this.conn = conn;
         this.slots = slots;
         this.server = new TcpOpServer(conn, registry);
@@ -88,7 +90,7 @@ final class TcpReceiveWire implements ReceiveWire {
 
     @Override
     public boolean owns(Registration registration, long offset, long length) {
-        return registration instanceof TcpRegistration r && r.contains(offset, length);
+        return registration instanceof TcpRegistration r && r.contains(offset, length) && r.usableWith(registry);
     }
 
     @Override

@@ -31,6 +31,14 @@ public final class TcpRegistration implements Registration {
     final long id;
     private volatile boolean closed;
 
+    /**
+     * Whether a connection of the fabric with {@code registry} may use this registration: only its own fabric's, as
+     * on verbs, where another fabric's keys belong to another protection domain (a null registry: a test's wire).
+     */
+    boolean usableWith(TcpRegistry registry) {
+        return registry == null || this.registry == registry;
+    }
+
     /** A registration that is in no registry (tests of the two-sided data path). */
     TcpRegistration(MemorySegment memory) {
         this(memory, null);

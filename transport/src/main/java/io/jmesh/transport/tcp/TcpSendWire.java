@@ -93,9 +93,11 @@ final class TcpSendWire implements SendWire {
     private final ByteBuffer[] payload;
     private final int[] socketMessage;
     private final ViewCache[] views;
+    private final TcpRegistry registry;
 
-    private TcpSendWire(DataConnection conn, SendSlot[] slots) {
+    private TcpSendWire(DataConnection conn, SendSlot[] slots, TcpRegistry registry) {
         this.conn = conn;
+        this.registry = registry;
         this.slots = slots;
         this.sockets = conn.sockets;
         this.socketCount = sockets.length;
@@ -114,16 +116,19 @@ final class TcpSendWire implements SendWire {
         }
     }
 
-    /** The sending end over {@code conn}'s sockets; {@code onClose} runs once when it closes. */
-    static CoreSender sender(DataConnection conn, Consumer<AutoCloseable> onClose) {
+    /**
+     * The sending end over {@code conn}'s sockets, sending from registrations of {@code registry}'s fabric (null: any,
+     * for tests); {@code onClose} runs once when it closes.
+     */
+    static CoreSender sender(DataConnection conn, TcpRegistry registry, Consumer<AutoCloseable> onClose) {
         SendSlot[] ring = CoreSender.ring();
-        TcpSendWire wire = new TcpSendWire(conn, ring);
+        TcpSendWire wire = new TcpSendWire(conn, ring, registry);
         return new CoreSender(conn, wire.fifo, ring, wire, onClose);
     }
 
     @Override
     public boolean owns(Registration registration, long offset, long length) {
-        return registration instanceof TcpRegistration r && r.contains(offset, length);
+        return registration instanceof TcpRegistration r && r.contains(offset, length) && r.usableWith(registry);
     }
 
     @Override

@@ -50,6 +50,11 @@ public final class MemoryRegion implements AutoCloseable {
         return new MemoryRegion(pd, mr, iova, length);
     }
 
+    /** The protection domain it was registered in. */
+    public ProtectionDomain pd() {
+        return pd;
+    }
+
     public int lkey() {
         return lkey;
     }

@@ -1,5 +1,6 @@
 package io.jmesh.api.contract;
 
+import io.jmesh.api.Fabric;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
@@ -7,6 +8,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
+import java.lang.foreign.Arena;
 import java.util.Arrays;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
@@ -258,6 +260,45 @@ public abstract class TwoSidedContract extends ContractFixture {
                 "write from a closed registration");
         assertEquals(Status.BAD_ARGUMENT, sender.read(gone, 0, 1, dstReg.remote(), 0),
                 "read into a closed registration");
+        assertNull(sender.error());
+        assertNull(receiver.error());
+    }
+
+    /**
+     * docs/api.md: a connection uses only its own fabric's registrations (on verbs another fabric's keys belong to
+     * another protection domain; TCP checks the same, so a program that works on one works on the other).
+     */
+    @Test
+    void aRegistrationOfAnotherFabricIsABadArgumentAtTheCall() throws Exception {
+        try (Fabric other = openFabric(); Arena a = Arena.ofShared()) {
+            Registration foreign = other.register(a.allocate(4096, 4096));
+            assertEquals(Status.BAD_ARGUMENT, sender.isend(foreign, 0, 1, 0), "isend from another fabric's memory");
+            assertEquals(Status.BAD_ARGUMENT, receiver.irecv(1, new Registration[] {foreign}, new long[1],
+                    new long[] {1}, new int[1]), "irecv into another fabric's memory");
+            foreign.close();
+        }
+        fill(src, 0, 64, 3);
+        int r = recv(0, 64, 0);
+        complete(new int[] {send(0, 64, 0)}, new int[] {r});
+        assertSameBytes(src, 0, dst, 0, 64, "the connection works on");
+    }
+
+    /**
+     * docs/api.md: the buffers of one receive must not overlap (which message lands there would be a race); their
+     * tags may repeat, and sends with one tag then fill its buffers in buffer order.
+     */
+    @Test
+    void overlappingBuffersAreRefusedAndRepeatedTagsFillInOrder() {
+        assertEquals(Status.BAD_ARGUMENT, receiver.irecv(2, regs(dstReg, 2), new long[] {0, 100}, new long[] {200, 50},
+                new int[] {1, 2}), "the second buffer lies inside the first");
+        assertEquals(Status.BAD_ARGUMENT, receiver.irecv(2, regs(dstReg, 2), new long[] {0, 0}, new long[] {1, 1},
+                new int[] {1, 1}), "the same byte twice");
+        fill(src, 0, 100, 4);
+        fill(src, 100, 100, 5);
+        int r = recv(new long[] {0, 100, 200}, new long[] {100, 100, 0}, new int[] {7, 7, 7}, 0);
+        int[] s = {send(0, 100, 7), send(100, 100, 7), send(0, 0, 7)};
+        complete(s, new int[] {r});
+        assertSameBytes(src, 0, dst, 0, 200, "two messages of one tag, in buffer order");
         assertNull(sender.error());
         assertNull(receiver.error());
     }

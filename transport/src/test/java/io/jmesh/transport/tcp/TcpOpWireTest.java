@@ -268,7 +268,7 @@ class TcpOpWireTest {
     private String initiatorViolation(Registration local, RemoteRegion remote, Issue issue, ByteBuffer frame)
             throws Exception {
         SocketChannel[] pair = socketPair();
-        CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"), c -> { });
+        CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"), null, c -> { });
         cleanup.add(s);
         int req = switch (issue) {
             case NOTHING -> -1;

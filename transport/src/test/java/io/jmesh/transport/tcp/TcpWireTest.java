@@ -163,7 +163,7 @@ class TcpWireTest {
 
     private Fake fakeSender() throws Exception {
         SocketChannel[] pair = socketPair();
-        CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"), c -> { });
+        CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"), null, c -> { });
         cleanup.add(s);
         return new Fake(null, s, pair[1]);
     }
