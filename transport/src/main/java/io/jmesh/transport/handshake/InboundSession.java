@@ -52,8 +52,13 @@ final class InboundSession extends Session {
                 } else if (type == Frame.REJECT) {
                     handshake.fail("the connector at " + peer + " gave up after our reply: " + Frame.reason(body));
                     close();
+                } else if (version != Frame.VERSION) {
+                    onViolation("expected READY of handshake version " + Frame.VERSION + ", got "
+                            + Frame.typeName(type) + " of version " + version + " (run the same jmesh version on all "
+                            + "nodes)");
                 } else {
-                    onViolation("expected READY, got " + Frame.typeName(type) + " of " + body.limit() + " bytes");
+                    onViolation("expected READY with no body, got " + Frame.typeName(type) + " of " + body.limit()
+                            + " bytes");
                 }
             }
             case AWAIT_APP -> onViolation("sent " + Frame.typeName(type) + " before we replied");

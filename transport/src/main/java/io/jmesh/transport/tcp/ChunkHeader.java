@@ -100,11 +100,11 @@ final class ChunkHeader {
             return "a data chunk of " + Integer.toUnsignedString(length) + " bytes (at most " + MAX_CHUNK + ")";
         }
         if (total < 0 || offset < 0 || offset > total - length) {
-            return "a data chunk at offset " + offset + " of " + length + " bytes in a message of " + total
-                    + " bytes";
+            return "a data chunk at offset " + Long.toUnsignedString(offset) + " of " + length + " bytes in a "
+                    + "message of " + Long.toUnsignedString(total) + " bytes";  // u64 on the wire: never negative
         }
         if (length == 0 && total != 0) {
-            return "an empty data chunk in a message of " + total + " bytes";
+            return "an empty data chunk in a message of " + Long.toUnsignedString(total) + " bytes";
         }
         return null;
     }

@@ -89,7 +89,8 @@ final class CtsFrame {
                 return "a clear-to-send with non-zero reserved bytes";
             }
             if (i < n && b.getLong(e + ENTRY_SIZE_OFFSET) < 0) {
-                return "a clear-to-send for a buffer of negative size " + b.getLong(e + ENTRY_SIZE_OFFSET);
+                return "a clear-to-send for a buffer of " + Long.toUnsignedString(b.getLong(e + ENTRY_SIZE_OFFSET))
+                        + " bytes (at most 2^63 - 1)";
             }
             if (i >= n && (b.getLong(e + ENTRY_SIZE_OFFSET) != 0 || b.getInt(e + ENTRY_TAG_OFFSET) != 0)) {
                 return "a clear-to-send with data in unused entry " + i;

@@ -22,6 +22,8 @@ final class DataConnection extends Fate {
     private final String role;
     /** Who may have gone: "the peer process", or on a relayed connection "the relay or the peer process". */
     private final String who;
+    /** The peer ended every socket at a message boundary: what its close() does. */
+    private boolean orderly;
 
     DataConnection(SocketChannel[] sockets, String role) {
         this(sockets, role, null);
@@ -52,7 +54,12 @@ final class DataConnection extends Fate {
 
     @Override
     protected void failed(String why) {
-        LOG.warn("jmesh tcp {}: {}", role, why);
+        if (orderly) {
+            // how a peer's close() looks: no WARN in the logs of a program that ends normally
+            LOG.info("jmesh tcp {}: the connection to {} ended between messages (the peer closed it)", role, peer);
+        } else {
+            LOG.warn("jmesh tcp {}: {}", role, why);
+        }
         close();
     }
 
@@ -62,8 +69,9 @@ final class DataConnection extends Fate {
         return fail("connection to " + peer + " lost: " + what + "; " + who + " died or closed the connection");
     }
 
-    /** The peer closed its end. */
+    /** The peer closed its end; {@code detail} is empty at a message boundary. */
     int lostEndOfStream(String detail) {
+        orderly = detail.isEmpty();
         return fail("connection to " + peer + " lost: the peer closed the connection" + detail
                 + "; " + who + " died or closed the connection");
     }

@@ -161,7 +161,7 @@ final class OpFrame {
                 return "a read request with flags " + flags;
             }
             if (readLength(b, at) < 0) {
-                return "a read request of negative length " + readLength(b, at);
+                return "a read request of " + Long.toUnsignedString(readLength(b, at)) + " bytes (at most 2^63 - 1)";
             }
         } else {
             return "expected a one-sided request, got type 0x" + Integer.toHexString(type & 0xff);
@@ -184,7 +184,7 @@ final class OpFrame {
                         + ChunkHeader.MAX_CHUNK + ")";
             }
             if (offset(b, at) < 0) {
-                return "an answer piece at negative offset " + offset(b, at);
+                return "an answer piece at offset " + Long.toUnsignedString(offset(b, at)) + " (at most 2^63 - 1)";
             }
         } else if (type == DONE) {
             int status = status(b, at);

@@ -331,6 +331,22 @@ class HostileClientTest {
     }
 
     @Test
+    void aReadyOfAnotherVersionIsNamedAsSuch() throws IOException {
+        start(NO_DEADLINE_MS);
+        try (Socket bad = raw()) {
+            ByteBuffer hello = Frame.hello(listener.handle().secretBytes(), "qp".getBytes());
+            bad.getOutputStream().write(hello.array(), 0, hello.limit());
+            InboundHandshake in = TestSupport.awaitNonNull("inbound", PATIENCE_MS, listener::pollInbound);
+            assertTrue(in.accept("reply".getBytes()));
+            bad.getOutputStream().write(header(Frame.MAGIC, 2, Frame.READY, 0));
+            await("dropped", PATIENCE_MS, () -> in.poll() == HandshakeStatus.FAILED);
+            assertTrue(in.failure().contains("expected READY of handshake version 1, got READY of version 2"),
+                    in.failure());
+        }
+        goodHandshakeCompletes();
+    }
+
+    @Test
     void aFloodOverThePendingCapCannotStarveAGoodConnector() throws IOException {
         start(NO_DEADLINE_MS);
         List<Socket> flood = new ArrayList<>();

@@ -4,6 +4,7 @@ import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.api.Setting;
+import io.jmesh.testing.LogCapture;
 import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.transport.net.ListenAddress;
 import io.jmesh.transport.net.ListenHandle;
@@ -110,14 +111,20 @@ class TcpFailureTest {
         int rr = p.receiver().irecv(1, new Registration[] {rd}, new long[] {0}, new long[] {n}, new int[] {0});
         int sr = send(p.sender(), rs, 0, n, 0);
         await("the send completes locally", () -> p.sender().test(sr) == 1);
-        p.sender().close();
-        int[] t = new int[1];
-        await("the receive completes", () -> (t[0] = p.receiver().test(rr)) != 0);
-        assertEquals(1, t[0], "a message wholly sent before the close arrives: " + p.receiver().error());
-        assertSameBytes(src, 0, dst, 0, n, "message");
-        await("the receiver then sees the close", () -> p.receiver().irecv(1, new Registration[] {rd},
-                new long[] {0}, new long[] {n}, new int[] {1}) == Status.FAILED || probeFailed(p.receiver()));
-        assertTrue(p.receiver().error().contains("lost: the peer closed the connection"), p.receiver().error());
+        try (LogCapture log = new LogCapture(DataConnection.class)) {
+            p.sender().close();
+            int[] t = new int[1];
+            await("the receive completes", () -> (t[0] = p.receiver().test(rr)) != 0);
+            assertEquals(1, t[0], "a message wholly sent before the close arrives: " + p.receiver().error());
+            assertSameBytes(src, 0, dst, 0, n, "message");
+            await("the receiver then sees the close", () -> p.receiver().irecv(1, new Registration[] {rd},
+                    new long[] {0}, new long[] {n}, new int[] {1}) == Status.FAILED || probeFailed(p.receiver()));
+            assertTrue(p.receiver().error().contains("lost: the peer closed the connection"), p.receiver().error());
+            assertTrue(log.lines().stream().noneMatch(l -> l.startsWith("WARN")), "an orderly close is no WARN: "
+                    + log.lines());
+            assertTrue(log.lines().stream().anyMatch(l -> l.startsWith("INFO") && l.contains("the peer closed it")),
+                    String.valueOf(log.lines()));
+        }
     }
 
     /** Tests the receive posted by a previous probe, if any; true once the connection has failed. */
