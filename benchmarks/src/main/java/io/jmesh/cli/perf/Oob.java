@@ -40,6 +40,16 @@ public final class Oob implements AutoCloseable {
         this.peer = socket.getRemoteSocketAddress().toString();
     }
 
+    /** The channel over a connected socket (see {@link OobServer#accept}). */
+    static Oob of(Socket socket, Duration timeout) throws IOException {
+        return new Oob(socket, timeout);
+    }
+
+    /** From now on a read gives up after {@code timeout}. */
+    public void timeout(Duration timeout) throws IOException {
+        socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, timeout.toMillis())));
+    }
+
     /** A server socket on {@code port} of every address (0: an ephemeral port, for tests). */
     public static ServerSocket listen(int port) throws IOException {
         ServerSocket server = new ServerSocket();
@@ -88,7 +98,9 @@ public final class Oob implements AutoCloseable {
             if (System.nanoTime() - deadline > 0) {
                 throw new IOException("no jmesh server at " + host + ":" + port + " after " + wait.toSeconds()
                         + " s (" + last.getMessage() + "): start the server side first (the same command without "
-                        + "an address), check -p and that no firewall blocks the port", last);
+                        + "an address), give one of its mesh link addresses (a 'jmesh bw' or 'lat' server listens "
+                        + "there only, unless started with --oob-bind any), check -p and that no firewall blocks "
+                        + "the port", last);
             }
             try {
                 Thread.sleep(100);

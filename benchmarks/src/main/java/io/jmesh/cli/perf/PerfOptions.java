@@ -31,10 +31,13 @@ import java.util.Set;
  *                    compiler worked during a round, for at most this long (zero: no such rounds)
  * @param op          lat only: "send" (isend/irecv ping-pong) or "write" (one-sided RDMA writes into the peer's
  *                    memory, polled there, as ib_write_lat does)
+ * @param oobBind     server: where the out-of-band port listens: null for the mesh links' addresses, "any" for every
+ *                    address, or one address
  */
 public record PerfOptions(String test, String server, String device, int gidIndex, List<Long> sizes, long iterations,
                           long warmup, int qps, int depth, int duration, int port, String provider, Duration timeout,
-                          boolean gbits, String addresses, PollMode poll, Duration settle, String op) {
+                          boolean gbits, String addresses, PollMode poll, Duration settle, String op,
+                          String oobBind) {
     /** perftest's default port is 18515; one above it lets both run at once. */
     public static final int DEFAULT_PORT = 18516;
     /** The transport's limit of requests in flight per connection. */
@@ -45,7 +48,7 @@ public record PerfOptions(String test, String server, String device, int gidInde
             "n", "iters", "q", "qp", "D", "duration", "p", "port", "t", "tx-depth", "a", "all", "h", "help",
             "R", "rdma_cm", "F", "CPU-freq");
     private static final Set<String> VALUES = Set.of("ib-dev", "gid-index", "size", "iters", "qp", "duration", "port",
-            "tx-depth", "provider", "timeout", "warmup", "addresses", "poll", "settle", "op");
+            "tx-depth", "provider", "timeout", "warmup", "addresses", "poll", "settle", "op", "oob-bind");
     private static final Set<String> FLAGS = Set.of("all", "help", "report_gbits", "report-gbits", "rdma_cm",
             "CPU-freq");
 
@@ -98,7 +101,22 @@ public record PerfOptions(String test, String server, String device, int gidInde
                 provider, Duration.ofSeconds(a.integer("timeout", 60, 1, 86_400)),
                 a.flag("report_gbits") || a.flag("report-gbits"), a.string("addresses", null),
                 PollMode.parse(a.string("poll", bw ? "park" : "spin")),
-                Duration.ofSeconds(a.integer("settle", 60, 0, 3600)), op);
+                Duration.ofSeconds(a.integer("settle", 60, 0, 3600)), op, oobBind(a.string("oob-bind", null)));
+    }
+
+    private static String oobBind(String v) {
+        if (v == null || v.equals("any")) {
+            return v;
+        }
+        try {
+            if (!v.contains("/")) {
+                return io.jmesh.transport.net.IpPrefix.parse(v).address().getHostAddress();
+            }
+        } catch (IllegalArgumentException e) {
+            // said below
+        }
+        throw new IllegalArgumentException("--oob-bind " + v + ": expected an address of this node (no prefix length) "
+                + "or any");
     }
 
     /** The process's settings with these options on top. */
@@ -156,6 +174,8 @@ public record PerfOptions(String test, String server, String device, int gidInde
         out.println("      --settle SECS     then keep warming up until neither JVM's JIT compiler is busy, at most");
         out.println("                        SECS (default 60; 0: no wait): JIT work would share the CPU with the run");
         out.println("  -p, --port PORT       out-of-band TCP port (default " + DEFAULT_PORT + ")");
+        out.println("      --oob-bind ADDR   server: the address the out-of-band port listens on, or any (default:");
+        out.println("                        this node's mesh link addresses; the port hands out the listen handle)");
         out.println("      --provider P      rdma, tcp or auto (default auto: rdma where a usable link exists)");
         out.println("      --addresses LIST  local addresses with prefixes jmesh may use (JMESH_ADDRESSES), e.g.");
         out.println("                        127.0.101.1/24 for the TCP provider on loopback");

@@ -18,7 +18,8 @@ import io.jmesh.transport.net.NoRouteException;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
-import java.net.ServerSocket;
+import java.net.InetAddress;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -33,6 +34,8 @@ import static io.jmesh.cli.perf.PerfProtocol.requireField;
  * accepts its connections (and for lat connects back), then runs the loop the test needs.
  */
 final class PerfServer {
+    /** How long a client may take to say hello: a real one does at once, a stray one must not hold the port. */
+    private static final Duration HELLO_WAIT = Duration.ofSeconds(10);
     private final PerfOptions o;
     private final PrintStream out;
 
@@ -41,17 +44,57 @@ final class PerfServer {
         this.out = out;
     }
 
+    /**
+     * Opens the fabric, then waits on the out-of-band port for a client whose hello this server can serve: anything
+     * else (a stray connection, another program, a client of another version or test) is answered where it speaks
+     * the protocol, dropped, and the wait goes on until its deadline, so one bad client cannot end the server's run.
+     * Only a good hello gets the listen handle.
+     */
     void run() throws IOException, NoRouteException {
-        try (ServerSocket ss = Oob.listen(o.port())) {
-            out.println(" Waiting for a client on TCP port " + ss.getLocalPort() + " ...");
+        Context config = o.context();
+        PerfHeader header = new PerfHeader(o, out, FabricSupport.discover(config)); // before the fabric opens
+        try (Fabric fabric = FabricSupport.open(config); Listener listener = fabric.listen();
+             OobServer ss = OobServer.listen(o.port(), bindAddresses(fabric))) {
+            out.println(" Waiting for a client on TCP port " + ss.port() + " of " + ss.where() + " ...");
             out.flush();
-            try (Oob oob = Oob.accept(ss, o.timeout().multipliedBy(10), o.timeout())) {
-                serve(oob);
+            long deadline = System.nanoTime() + o.timeout().multipliedBy(10).toNanos();
+            while (true) {
+                Duration left = Duration.ofNanos(Math.max(1, deadline - System.nanoTime()));
+                try (Oob oob = ss.accept(left, o.timeout())) {
+                    Map<String, String> hello;
+                    try {
+                        oob.timeout(HELLO_WAIT.compareTo(o.timeout()) < 0 ? HELLO_WAIT : o.timeout());
+                        hello = hello(oob);
+                        oob.timeout(o.timeout());
+                    } catch (IOException e) {
+                        out.println(" Dropped a client from " + oob.peer() + ": " + e.getMessage() + "; still waiting");
+                        out.flush();
+                        continue;
+                    }
+                    serve(oob, hello, fabric, listener, header);
+                    return;
+                }
             }
         }
     }
 
-    private void serve(Oob oob) throws IOException, NoRouteException {
+    /** The mesh links' addresses, unless --oob-bind says otherwise (empty: every address). */
+    private List<InetAddress> bindAddresses(Fabric fabric) throws IOException {
+        if ("any".equals(o.oobBind())) {
+            return List.of();
+        }
+        if (o.oobBind() != null) {
+            return List.of(InetAddress.getByName(o.oobBind()));
+        }
+        List<InetAddress> mesh = new ArrayList<>();
+        for (LocalLink l : fabric.links()) {
+            mesh.add(l.prefix().address());
+        }
+        return mesh;
+    }
+
+    /** The client's hello, checked; an IOException (after telling the client, where it is a jmesh client) if not. */
+    private Map<String, String> hello(Oob oob) throws IOException {
         Map<String, String> hello = oob.expect("hello");
         String test = hello.getOrDefault("test", "?");
         if (Oob.number(hello, "version", 0, Integer.MAX_VALUE) != VERSION) {
@@ -64,8 +107,8 @@ final class PerfServer {
             throw new IOException("the client runs 'jmesh " + test + "' against this 'jmesh " + o.test()
                     + "' server: run the same command on both ends");
         }
-        int qps = (int) Oob.number(hello, "qps", 1, 64);
-        long maxSize = Oob.number(hello, "maxsize", 1, PerfOptions.MAX_SIZE);
+        Oob.number(hello, "qps", 1, 64);
+        Oob.number(hello, "maxsize", 1, PerfOptions.MAX_SIZE);
         boolean write = test.equals("lat") && hello.getOrDefault("op", "send").equals("write");
         if (!hello.getOrDefault("op", "send").equals(write ? "write" : "send")) {
             oob.send("error this server knows --op send and, for lat, --op write, not '" + hello.get("op")
@@ -73,11 +116,17 @@ final class PerfServer {
             throw new IOException("the client asked for op '" + hello.get("op") + "' with 'jmesh " + test
                     + "': run the same jmesh version on both ends");
         }
+        return hello;
+    }
+
+    private void serve(Oob oob, Map<String, String> hello, Fabric fabric, Listener listener, PerfHeader header)
+            throws IOException, NoRouteException {
+        String test = hello.get("test");
+        int qps = (int) Oob.number(hello, "qps", 1, 64);
+        long maxSize = Oob.number(hello, "maxsize", 1, PerfOptions.MAX_SIZE);
+        boolean write = test.equals("lat") && hello.getOrDefault("op", "send").equals("write");
         RemoteRegion peerRegion = write ? region(hello, 2 * maxSize) : null;
-        Context config = o.context();
-        PerfHeader header = new PerfHeader(o, out, FabricSupport.discover(config)); // before the fabric opens
-        try (Fabric fabric = FabricSupport.open(config); Listener listener = fabric.listen();
-             Arena arena = Arena.ofShared()) {
+        try (Arena arena = Arena.ofShared()) {
             ListenHandle own = FabricSupport.restrictOwn(ListenHandle.parse(listener.handleText()), fabric.links(),
                     o.device());
             List<AutoCloseable> open = new ArrayList<>();

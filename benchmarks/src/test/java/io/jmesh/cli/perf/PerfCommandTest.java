@@ -6,6 +6,7 @@ import org.junit.jupiter.api.Timeout;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,7 +54,7 @@ class PerfCommandTest {
         CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("bw",
                 args(port, "127.0.88.1/24")));
         Result client = run("bw", args(port, "127.0.88.2/24", "-s", "4K,64K", "-n", "300", "-q", "2", "--settle", "2",
-                "127.0.0.1"));
+                "127.0.88.1"));
         Result srv = server.get(60, TimeUnit.SECONDS);
         assertEquals(0, client.rc(), client.out() + client.err());
         assertEquals(0, srv.rc(), srv.out() + srv.err());
@@ -78,7 +79,7 @@ class PerfCommandTest {
         CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
                 args(port, "127.0.89.1/24")));
         Result client = run("lat", args(port, "127.0.89.2/24", "-s", "2,4096", "-n", "200", "--settle", "2",
-                "127.0.0.1"));
+                "127.0.89.1"));
         Result srv = server.get(60, TimeUnit.SECONDS);
         assertEquals(0, client.rc(), client.out() + client.err());
         assertEquals(0, srv.rc(), srv.out() + srv.err());
@@ -106,7 +107,7 @@ class PerfCommandTest {
         CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
                 args(port, "127.0.92.1/24")));
         Result client = run("lat", args(port, "127.0.92.2/24", "--op", "write", "-s", "4096,2", "-n", "200",
-                "--settle", "2", "127.0.0.1"));
+                "--settle", "2", "127.0.92.1"));
         Result srv = server.get(60, TimeUnit.SECONDS);
         assertEquals(0, client.rc(), client.out() + client.err());
         assertEquals(0, srv.rc(), srv.out() + srv.err());
@@ -120,17 +121,53 @@ class PerfCommandTest {
         }
     }
 
+    /**
+     * The out-of-band port listens on the mesh addresses only, and a stray connection or a client of the wrong test
+     * is dropped (the wrong client is told why) while the server waits on for the right one.
+     */
     @Test
-    void aClientOfTheWrongTestIsToldSoOnBothEnds() throws Exception {
+    void strayAndWrongClientsAreDroppedAndTheServerServesTheRightOne() throws Exception {
         int port = freePort();
         CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
                 args(port, "127.0.90.1/24")));
-        Result client = run("bw", args(port, "127.0.90.2/24", "-n", "10", "127.0.0.1"));
+        Result elsewhere = run("lat", List.of("--provider", "tcp", "--addresses", "127.0.90.2/24", "-p",
+                Integer.toString(port), "--timeout", "1", "127.0.0.1"));
+        assertEquals(1, elsewhere.rc());
+        assertTrue(elsewhere.err().contains("no jmesh server at 127.0.0.1:" + port), elsewhere.err());
+        try (Socket stray = connect("127.0.90.1", port)) {
+            stray.getOutputStream().write("GET / HTTP/1.0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            stray.setSoTimeout(30_000);
+            try {
+                assertEquals(-1, stray.getInputStream().read(), "the server drops a stray client");
+            } catch (java.net.SocketException e) {
+                // a reset: it closed the socket with the stray bytes unread, as dropped
+            }
+        }
+        Result wrong = run("bw", args(port, "127.0.90.2/24", "-n", "10", "127.0.90.1"));
+        assertEquals(1, wrong.rc());
+        assertTrue(wrong.err().contains("this server runs 'jmesh lat', not 'bw'"), wrong.err());
+        Result right = run("lat", args(port, "127.0.90.2/24", "-s", "2", "-n", "20", "--settle", "0",
+                "127.0.90.1"));
+        assertEquals(0, right.rc(), right.out() + right.err());
         Result srv = server.get(60, TimeUnit.SECONDS);
-        assertEquals(1, client.rc());
-        assertTrue(client.err().contains("this server runs 'jmesh lat', not 'bw'"), client.err());
-        assertEquals(1, srv.rc());
-        assertTrue(srv.err().contains("run the same command on both ends"), srv.err());
+        assertEquals(0, srv.rc(), srv.out() + srv.err());
+        assertTrue(srv.out().contains("of 127.0.90.1 ..."), srv.out());
+        assertTrue(srv.out().contains("a non-printable byte 0xd") && srv.out().contains("run the same command on "
+                + "both ends; still waiting"), srv.out());
+    }
+
+    private static Socket connect(String host, int port) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            try {
+                return new Socket(host, port);
+            } catch (java.net.ConnectException e) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+                Thread.sleep(50);
+            }
+        }
     }
 
     @Test
