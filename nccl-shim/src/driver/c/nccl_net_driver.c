@@ -107,7 +107,8 @@ static const char* load(void) {
             return ((const ncclNet_v8_t*)p)->name; /* name is the first field in every version */
         }
     }
-    die("%s exports no ncclNetPlugin_v%s", opt.plugin, opt.api ? "<--api>" : "12..v8");
+    if (opt.api) die("%s exports no ncclNetPlugin_v%d", opt.plugin, opt.api);
+    die("%s exports none of ncclNetPlugin_v12..v8", opt.plugin);
 }
 
 static void n_init(void) {
@@ -522,7 +523,10 @@ int main(int argc, char** argv) {
         else if (ARG("--dir")) opt.dir = v;
         else if (ARG("--rank")) opt.rank = atoi(v);
         else if (ARG("--nranks")) opt.nranks = atoi(v);
-        else if (ARG("--api")) opt.api = atoi(v);
+        else if (ARG("--api")) {
+            opt.api = atoi(v);
+            if (opt.api < 8 || opt.api > 12) die("--api %s: this driver speaks the net plugin API v8 to v12", v);
+        }
         else if (ARG("--dev")) opt.dev = atoi(v);
         else if (ARG("--min")) opt.minSize = parse_size(v);
         else if (ARG("--max")) opt.maxSize = parse_size(v);

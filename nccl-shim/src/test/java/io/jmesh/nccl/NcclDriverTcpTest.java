@@ -55,6 +55,19 @@ class NcclDriverTcpTest {
         }
     }
 
+    /** An API version the driver does not speak is refused at once, saying which it speaks. */
+    @Test
+    void anApiVersionOutsideV8ToV12IsRefusedNamingTheRange(@TempDir Path dir) throws Exception {
+        for (String api : List.of("7", "13", "x")) {
+            List<DriverRun.Rank> ranks = DriverRun.run(dir, 1, TCP, 60, "--api", api);
+            String all = DriverRun.describe(ranks);
+            assertEquals(1, ranks.size(), all);
+            assertTrue(ranks.getFirst().exit() != 0, all);
+            assertTrue(ranks.getFirst().output().contains("--api " + api
+                    + ": this driver speaks the net plugin API v8 to v12"), all);
+        }
+    }
+
     @Test
     void threeRanksEachConnectedToBoth(@TempDir Path dir) throws Exception {
         List<DriverRun.Rank> ranks = DriverRun.run(dir, 3, TCP, 240, "--min", "64K", "--max", "256K", "--iters",
