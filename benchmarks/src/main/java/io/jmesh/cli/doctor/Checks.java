@@ -148,10 +148,46 @@ public final class Checks {
                 }
             }
         }
+        for (NodeReport.Link l : links) {
+            String edge = edge(l.address());
+            if (edge != null) {
+                clash = true;
+                out.add(Check.fail(label(l) + " is " + edge + " of " + l.address().network(),
+                        "give " + (l.netdev().isEmpty() ? l.device() : l.netdev()) + " one of the subnet's host "
+                                + "addresses (" + hosts(l.address()) + "): packets to " + edge + " go to every "
+                                + "host or none, never to this link alone (a /31 has no such addresses)"));
+            }
+        }
         if (!clash && !links.isEmpty()) {
             out.add(Check.ok("each link on its own subnet: " + String.join(", ", links.stream()
                     .map(l -> l.address().network() + " (" + l.device() + ")").distinct().toList())));
         }
+    }
+
+    /** "the network address" or "the broadcast address" when an IPv4 address below /31 is one; else null. */
+    static String edge(IpPrefix p) {
+        byte[] a = p.address().getAddress();
+        if (a.length != 4 || p.prefixLength() >= 31) {
+            return null;
+        }
+        long v = ipv4(a);
+        long host = (1L << (32 - p.prefixLength())) - 1;
+        return (v & host) == 0 ? "the network address" : (v & host) == host ? "the broadcast address" : null;
+    }
+
+    /** The first and last host address of an IPv4 prefix below /31, e.g. "192.168.1.1 to 192.168.1.2". */
+    private static String hosts(IpPrefix p) {
+        long host = (1L << (32 - p.prefixLength())) - 1;
+        long net = ipv4(p.address().getAddress()) & ~host & 0xffff_ffffL;
+        return dotted(net + 1) + " to " + dotted(net + host - 1);
+    }
+
+    private static long ipv4(byte[] a) {
+        return (a[0] & 0xffL) << 24 | (a[1] & 0xffL) << 16 | (a[2] & 0xffL) << 8 | (a[3] & 0xffL);
+    }
+
+    private static String dotted(long v) {
+        return (v >>> 24 & 0xff) + "." + (v >>> 16 & 0xff) + "." + (v >>> 8 & 0xff) + "." + (v & 0xff);
     }
 
     static String label(NodeReport.Link l) {

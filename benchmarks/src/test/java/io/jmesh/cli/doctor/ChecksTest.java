@@ -121,6 +121,23 @@ class ChecksTest {
         assertTrue(p.getFirst().fix().contains("subnet of its own"), p.getFirst().fix());
     }
 
+    /** The testbed's old /30 triangle gave guest c its subnet's broadcast address: doctor must fail that. */
+    @Test
+    void aNetworkOrBroadcastAddressFailsAndA31DoesNot() {
+        List<Check> p = problems(Checks.local(found(
+                dev("rxe0", port(4096, true, "eth0", 9000, addr("10.0.0.3/30", 1))),
+                dev("rxe1", port(4096, true, "eth1", 9000, addr("10.0.1.0/24", 1)))), ROOT));
+        assertEquals(2, p.size(), p.toString());
+        assertTrue(p.get(0).title().contains("10.0.0.3/30 is the broadcast address of 10.0.0.0/30"), p.get(0).title());
+        assertTrue(p.get(0).fix().contains("give eth0 one of the subnet's host addresses (10.0.0.1 to 10.0.0.2)"),
+                p.get(0).fix());
+        assertTrue(p.get(1).title().contains("is the network address of 10.0.1.0/24"), p.get(1).title());
+        assertTrue(problems(Checks.local(found(
+                dev("rxe0", port(4096, true, "eth0", 9000, addr("10.0.0.0/31", 1))),
+                dev("rxe1", port(4096, true, "eth1", 9000, addr("10.0.1.1/31", 1)))), ROOT)).isEmpty(),
+                "both addresses of a /31 are hosts (RFC 3021)");
+    }
+
     @Test
     void overlappingPrefixesOfDifferentLengthsAlsoClash() {
         List<Check> p = problems(Checks.local(found(
