@@ -37,7 +37,7 @@ duo() {
   fi
 }
 # both NAME ARGS...: a -> b and b -> c at once, each for the same time: b receives and sends at once, as a relay
-# does, so the slower flow is what b's one vCPU can forward (the testbed's ceiling for any relay through b)
+# does, so the two flows together show what b's one vCPU can forward (the testbed's ceiling for any relay through b)
 both() {
   local name=$1; shift; local p1=$((22000 + step)) p2=$((22001 + step)); step=$((step + 2))
   testbed-barrier "$name" 600

@@ -47,12 +47,13 @@ done | sort -k3,3 -k4,4n -k1,1n -k2,2 >> "$tsv"
     function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
       return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) }
     END { for (k in keys) { split(k, kk, "\t"); d = median(v[k, "direct"]); x = median(v[k, "relayed"])
-            ci = median(v[k, "ceiling-in"]); co = median(v[k, "ceiling-out"]); c = (ci != "" && co != "") ? (ci + 0 < co + 0 ? ci : co) : ""
+            ci = median(v[k, "ceiling-in"]); co = median(v[k, "ceiling-out"]); c = (ci != "" && co != "") ? sprintf("%.2f", (ci + co) / 2) : ""
             printf "%-8s %10s %12s %12s %8s %12s %10s\n", kk[1], kk[2], d, x, (d > 0 && x != "") ? sprintf("%.2f", x / d) : "-",
               c == "" ? "-" : c, (c > 0 && x != "") ? sprintf("%.2f", x / c) : "-" } }' "$tsv" \
     | sort -k1,1 -k2,2n
-  echo "# bw: MB/s (BW average), ratio = relayed / direct (goal >= 0.80); ceiling = the slower of a -> b and b -> c run"
-  echo "# at once (b receiving and sending at once on its one vCPU, as a relay through b must), of-ceiling = relayed / ceiling"
+  echo "# bw: MB/s (BW average), ratio = relayed / direct (goal >= 0.80); ceiling = the mean of a -> b and b -> c run at"
+  echo "# once (b receiving and sending at once on its one vCPU, as a relay through b must: what b can forward if a byte"
+  echo "# in costs it what a byte out does; the two flows are in the .tsv), of-ceiling = relayed / ceiling"
   echo "# latsend: t_typical usec of isend/irecv (half a round trip), ratio = relayed / direct; relayed - direct = the"
   echo "# latency one relay adds"
 } > docs/bench/testbed-relay-summary.txt
