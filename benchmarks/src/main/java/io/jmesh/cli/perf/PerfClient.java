@@ -61,7 +61,8 @@ final class PerfClient {
                 oob.send("hello version=" + VERSION + " test=" + o.test() + " qps=" + o.qps() + " maxsize="
                         + o.maxSize() + (listener == null ? "" : " handle=" + FabricSupport.restrictOwn(
                         ListenHandle.parse(listener.handleText()), fabric.links(), o.device()))
-                        + (lat ? " op=" + o.op() : "") + (write ? " region=" + hex(reg) : ""));
+                        + (lat ? " op=" + o.op() : "") + (write ? " region=" + hex(reg) : "")
+                        + (header.mtus(fabric).isEmpty() ? "" : " mtus=" + header.mtus(fabric)));
                 Map<String, String> handle = oob.expect("handle");
                 ListenHandle peer = ListenHandle.parse(requireField(handle, "handle"));
                 RemoteRegion peerRegion = write ? region(handle, 2 * o.maxSize()) : null;
@@ -82,7 +83,7 @@ final class PerfClient {
                     open.add(back);
                 }
                 oob.expect("ready");
-                header.print(fabric, local, routeText, o.qps(), write);
+                header.print(fabric, local, routeText, o.qps(), write, handle.get("mtus"));
                 String columns = lat ? PerfReport.LAT_COLUMNS : o.gbits() ? PerfReport.BW_COLUMNS_GB
                         : PerfReport.BW_COLUMNS_MB;
                 out.println(columns);

@@ -6,7 +6,10 @@ import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.discovery.RdmaPort;
 import io.jmesh.transport.net.LocalLink;
 
+import io.jmesh.transport.net.IpPrefix;
+
 import java.io.PrintStream;
+import java.util.StringJoiner;
 
 /** The header both ends print before the result lines, in the layout of perftest's. */
 final class PerfHeader {
@@ -21,7 +24,28 @@ final class PerfHeader {
         this.found = found;
     }
 
-    void print(Fabric fabric, LocalLink local, String route, int qps, boolean write) {
+    /**
+     * This end's active MTU on each of its links, "ADDR:MTU,...", for the peer's header (empty when not on verbs): a
+     * link runs at the smaller of its two ends' MTUs, and only the peer knows its own.
+     */
+    String mtus(Fabric fabric) {
+        StringJoiner j = new StringJoiner(",");
+        if (fabric.provider().equals("rdma")) {
+            for (LocalLink l : fabric.links()) {
+                RdmaPort p = FabricSupport.portOf(found, l.device(), l.prefix().address());
+                if (p != null) {
+                    j.add(l.prefix().address().getHostAddress() + ":" + p.activeMtu());
+                }
+            }
+        }
+        return j.toString();
+    }
+
+    /**
+     * @param peerMtus the peer's {@link #mtus} (null or empty when it sent none): the MTU printed is the link's, the
+     *                 smaller of the two ends'
+     */
+    void print(Fabric fabric, LocalLink local, String route, int qps, boolean write, String peerMtus) {
         boolean lat = o.test().equals("lat");
         String mtu = "-";
         String device = local == null ? (o.device() == null ? "(any)" : o.device()) : local.device();
@@ -31,7 +55,9 @@ final class PerfHeader {
             // open was followed by EBADF from ibv_destroy_qp/ibv_dereg_mr at close in the testbed (reported)
             RdmaPort p = FabricSupport.portOf(found, local.device(), local.prefix().address());
             if (p != null) {
-                mtu = p.activeMtu() + "[B]";
+                int peer = peerMtu(local, peerMtus);
+                mtu = peer > 0 && peer < p.activeMtu() ? peer + "[B] (the peer's; this end " + p.activeMtu() + ")"
+                        : p.activeMtu() + "[B]";
             }
         }
         PerfReport.header(out, lat ? (write ? "jmesh Latency Test (one-sided RDMA write ping-pong)"
@@ -44,5 +70,23 @@ final class PerfHeader {
                         + " s)"),
                 "Data ex. method", "TCP port " + o.port() + " (jmesh listen handles)");
         out.flush();
+    }
+
+    /** The peer's MTU on the subnet of {@code local}, from its "ADDR:MTU,..." list; 0 when unknown or malformed. */
+    static int peerMtu(LocalLink local, String peerMtus) {
+        if (peerMtus == null) {
+            return 0;
+        }
+        for (String e : peerMtus.split(",")) {
+            int colon = e.lastIndexOf(':');
+            try {
+                if (colon > 0 && local.prefix().contains(IpPrefix.parse(e.substring(0, colon)).address())) {
+                    return IpPrefix.decimal(e.substring(colon + 1), "MTU", 65536);
+                }
+            } catch (IllegalArgumentException ignored) {
+                // a peer's garbage only costs it the better header line
+            }
+        }
+        return 0;
     }
 }

@@ -135,7 +135,8 @@ final class PerfServer {
                 // second half is where the peer's one-sided writes land (--op write)
                 Registration reg = fabric.register(arena.allocate(test.equals("lat") ? 2 * maxSize : maxSize, 4096));
                 open.add(reg);
-                oob.send("handle handle=" + own + (write ? " region=" + hex(reg) : ""));
+                oob.send("handle handle=" + own + (write ? " region=" + hex(reg) : "")
+                        + (header.mtus(fabric).isEmpty() ? "" : " mtus=" + header.mtus(fabric)));
                 Receiver[] receivers = new Receiver[qps];
                 for (int i = 0; i < qps; i++) {
                     receivers[i] = Connections.accept(listener, o.timeout(), IdleStrategy.controlPlane());
@@ -153,9 +154,9 @@ final class PerfServer {
                     echo = Connections.await(c, o.timeout(), IdleStrategy.controlPlane());
                     open.add(echo);
                     route = c.route();
-                    header.print(fabric, local, route, qps, write);
+                    header.print(fabric, local, route, qps, write, hello.get("mtus"));
                 } else {
-                    header.print(fabric, null, "accepted " + qps + " connection(s) on " + own, qps, false);
+                    header.print(fabric, null, "accepted " + qps + " connection(s) on " + own, qps, false, null);
                 }
                 oob.send("ready");
                 ServerLines lines = new ServerLines(o, out);
