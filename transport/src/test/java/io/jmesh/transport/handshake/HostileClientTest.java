@@ -338,6 +338,10 @@ class HostileClientTest {
             bad.getOutputStream().write(hello.array(), 0, hello.limit());
             InboundHandshake in = TestSupport.awaitNonNull("inbound", PATIENCE_MS, listener::pollInbound);
             assertTrue(in.accept("reply".getBytes()));
+            // READY before the ACCEPT went out is a different fault: wait for the ACCEPT, as a real connector does
+            byte[] head = bad.getInputStream().readNBytes(Frame.HEADER_LENGTH);
+            assertEquals(Frame.ACCEPT, ByteBuffer.wrap(head).getShort(6));
+            bad.getInputStream().readNBytes(ByteBuffer.wrap(head).getInt(8));
             bad.getOutputStream().write(header(Frame.MAGIC, 2, Frame.READY, 0));
             await("dropped", PATIENCE_MS, () -> in.poll() == HandshakeStatus.FAILED);
             assertTrue(in.failure().contains("expected READY of handshake version 1, got READY of version 2"),
