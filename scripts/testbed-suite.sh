@@ -49,11 +49,11 @@ else
         add_counts 0 1 0
     else
         # pair: one queue pair per connection; triangle: two per connection (JMESH_QPS_PER_CONNECTION=2);
-        # twins: one per link, over both links
+        # twins: one per link, over both links, on /31 links (each the only two hosts of its subnet)
         testbed_step junit-pair testbed/junit --retry-infra pair --classpath "$cp"
         testbed_step junit-triangle testbed/junit --retry-infra -e JMESH_QPS_PER_CONNECTION=2 triangle \
             --classpath "$cp"
-        testbed_step junit-twins testbed/junit --retry-infra twins --classpath "$cp"
+        testbed_step junit-twins testbed/junit --retry-infra --prefix 31 twins --classpath "$cp"
         # meshes that are not full, every node to every other through relays: a - b - c (and its relay killed
         # mid-transfer), and a ring of four
         testbed_step junit-line3 testbed/junit --retry-infra line:3 --classpath "$cp" \
