@@ -55,11 +55,14 @@ else
             --classpath "$cp"
         testbed_step junit-twins testbed/junit --retry-infra --prefix 31 twins --classpath "$cp"
         # meshes that are not full, every node to every other through relays: a - b - c (and its relay killed
-        # mid-transfer), and a ring of four
+        # mid-transfer), a ring of four, and a line of four
         testbed_step junit-line3 testbed/junit --retry-infra line:3 --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaRelayTest \
             --select-class io.jmesh.transport.rdma.RdmaKilledRelayTest
         testbed_step junit-ring4 testbed/junit --retry-infra ring:4 --classpath "$cp" \
+            -- --select-class io.jmesh.transport.rdma.RdmaRelayTest
+        # a - b - c - d: a reaches d through two relays (b pushes records to c)
+        testbed_step junit-line4 testbed/junit --retry-infra line:4 --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaRelayTest
     fi
     # the NCCL plugin over verbs: nccl-net-driver in every guest of pair, triangle, line:3 and ring:4, all ranks to

@@ -67,7 +67,7 @@ final class OutboundSession extends Session {
             return hello;
         }
         ByteBuffer b = ByteBuffer.allocate(RelayRequest.BYTES + hello.remaining());
-        RelayRequest.encode(b, route.peerSocketAddress(), RelayRequest.MAX_HOPS);
+        RelayRequest.encode(b, route.peerSocketAddress(), route.via().hopsLeft());
         return b.put(hello).flip();
     }
 

@@ -13,19 +13,29 @@ import java.util.List;
  * What the two ends of a verbs connection exchange in the handshake: one queue pair per rail (QPN, PSN, GID, MTU,
  * the sender of this info's device index for one-sided keys, and, from the connector, which of the listener's
  * addresses the rail goes to) and the one control region the peer writes into: for the sender, its clear-to-send
- * FIFO; for the receiver, its array of received sizes. Big-endian, validated on decode: it came from the network.
+ * FIFO; for the receiver, its array of received sizes. Between two relay nodes (flag RELAY) the upstream relay pushes
+ * records ({@link RelayLayout}) and the downstream one answers with its record ring: the control region is then that
+ * ring, and the geometry follows the rails. Big-endian, validated on decode: it came from the network.
  *
  * <pre>
- *  0 u8  version (2)   1 u8 rails (1..8)   2 u16 flags (0)   4 u32 control rkey   8 u64 control address
+ *  0 u8  version (2)   1 u8 rails (1..8)   2 u16 flags (RELAY 1)   4 u32 control rkey   8 u64 control address
  * 16 + 44 * r, per rail:
  *     0 u8 ibv_mtu (1..5)   1 u8 device index   2 u16 0   4 u32 qpn   8 u32 psn   12 u8[16] gid
  *    28 u8[16] target: the listener address this rail connects to (IPv6 or v4-mapped); zero from the listener
+ * with RELAY, then: u32 record bytes   u32 records   (zero from the relay that pushes)
  * </pre>
+ *
+ * @param relay       the two ends are relay nodes: records flow between them
+ * @param recordBytes the payload bytes of one record slot of the answering relay's ring (0 from the pushing one)
+ * @param records     the record slots of that ring (0 from the pushing relay)
  */
-public record ConnectInfo(List<Rail> rails, long controlAddress, int controlRkey) {
+public record ConnectInfo(List<Rail> rails, long controlAddress, int controlRkey, boolean relay, int recordBytes,
+                          int records) {
     public static final int VERSION = 2;
     static final int HEADER_BYTES = 16;
     static final int RAIL_BYTES = 44;
+    static final int RELAY = 1;
+    static final int GEOMETRY_BYTES = 8;
 
     /**
      * One queue pair of a connection.
@@ -46,20 +56,32 @@ public record ConnectInfo(List<Rail> rails, long controlAddress, int controlRkey
         if (rails.isEmpty() || rails.size() > Cts.MAX_RAILS) {
             throw new IllegalArgumentException(rails.size() + " rails (1.." + Cts.MAX_RAILS + " allowed)");
         }
+        if (recordBytes < 0 || records < 0 || !relay && (recordBytes | records) != 0) {
+            throw new IllegalArgumentException("record geometry " + records + " x " + recordBytes + " bytes");
+        }
         rails = List.copyOf(rails);
     }
 
+    /** What a connector, a listener or a relay towards either of them sends. */
+    public ConnectInfo(List<Rail> rails, long controlAddress, int controlRkey) {
+        this(rails, controlAddress, controlRkey, false, 0, 0);
+    }
+
     public int bytes() {
-        return HEADER_BYTES + RAIL_BYTES * rails.size();
+        return HEADER_BYTES + RAIL_BYTES * rails.size() + (relay ? GEOMETRY_BYTES : 0);
     }
 
     public byte[] encode() {
         ByteBuffer b = ByteBuffer.allocate(bytes());
-        b.put((byte) VERSION).put((byte) rails.size()).putShort((short) 0).putInt(controlRkey).putLong(controlAddress);
+        b.put((byte) VERSION).put((byte) rails.size()).putShort((short) (relay ? RELAY : 0)).putInt(controlRkey)
+                .putLong(controlAddress);
         for (Rail r : rails) {
             b.put((byte) r.qp().ibvMtu()).put((byte) r.deviceIndex()).putShort((short) 0);
             b.putInt(r.qp().qpn()).putInt(r.qp().psn()).put(r.qp().gid());
             b.put(r.target() == null ? new byte[16] : v6(r.target()));
+        }
+        if (relay) {
+            b.putInt(recordBytes).putInt(records);
         }
         return b.array();
     }
@@ -90,12 +112,15 @@ public record ConnectInfo(List<Rail> rails, long controlAddress, int controlRkey
         if (n < 1 || n > Cts.MAX_RAILS) {
             throw bad(n + " rails (1.." + Cts.MAX_RAILS + " allowed)");
         }
-        if (bytes.length != HEADER_BYTES + RAIL_BYTES * n) {
-            throw bad(n + " rails need " + (HEADER_BYTES + RAIL_BYTES * n) + " bytes, got " + bytes.length);
-        }
         int flags = Short.toUnsignedInt(b.getShort());
-        if (flags != 0) {
+        if ((flags & ~RELAY) != 0) {
             throw bad("unknown flags 0x" + Integer.toHexString(flags));
+        }
+        boolean relay = flags == RELAY;
+        int expected = HEADER_BYTES + RAIL_BYTES * n + (relay ? GEOMETRY_BYTES : 0);
+        if (bytes.length != expected) {
+            throw bad(n + " rails" + (relay ? " and a record geometry" : "") + " need " + expected + " bytes, got "
+                    + bytes.length);
         }
         int rkey = b.getInt();
         long address = b.getLong();
@@ -125,7 +150,15 @@ public record ConnectInfo(List<Rail> rails, long controlAddress, int controlRkey
                 throw bad("rail " + i + ": " + e.getMessage()); // cannot happen for 16 bytes
             }
         }
-        return new ConnectInfo(List.of(rails), address, rkey);
+        if (!relay) {
+            return new ConnectInfo(List.of(rails), address, rkey);
+        }
+        long recordBytes = Integer.toUnsignedLong(b.getInt());
+        long records = Integer.toUnsignedLong(b.getInt());
+        if (recordBytes > Integer.MAX_VALUE || records > Integer.MAX_VALUE) {
+            throw bad("record geometry " + records + " x " + recordBytes + " bytes");
+        }
+        return new ConnectInfo(List.of(rails), address, rkey, true, (int) recordBytes, (int) records);
     }
 
     private static IllegalArgumentException bad(String why) {

@@ -153,6 +153,10 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                 case ACTION_REQUIRED -> {
                     if (sender == null) {
                         ConnectInfo peer = ConnectInfo.decode(handshake.peerPayload());
+                        if (peer.relay()) {
+                            throw new IllegalArgumentException("the peer answered with a relay's record ring (a "
+                                    + "jmesh of another version there? run the same jmesh on every node)");
+                        }
                         if (peer.rails().size() != rails.length) {
                             throw new IllegalArgumentException("the listener answered with " + peer.rails().size()
                                     + " queue pairs for this connection's " + rails.length);

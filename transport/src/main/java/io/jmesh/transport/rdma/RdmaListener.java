@@ -78,6 +78,10 @@ public final class RdmaListener implements io.jmesh.api.Listener {
         Endpoint[] rails = null;
         try {
             ConnectInfo peer = ConnectInfo.decode(in.peerPayload());
+            if (peer.relay()) {
+                throw new IllegalArgumentException("a relay node offered to push relay records to a listener (a "
+                        + "jmesh of another version there? run the same jmesh on every node)");
+            }
             int n = peer.rails().size();
             LocalLink[] links = new LocalLink[n];
             for (int i = 0; i < n; i++) {

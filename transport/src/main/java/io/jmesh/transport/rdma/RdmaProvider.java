@@ -423,6 +423,16 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
         }
     }
 
+    /** The neighbour to go through towards {@code target}, which no link of this node reaches; or null. */
+    io.jmesh.transport.route.NextHop nextHop(InetAddress target) {
+        return routes == null ? null : routes.nextHop(target);
+    }
+
+    /** What route discovery knows, for error messages. */
+    String describeRoutes() {
+        return routes == null ? "route discovery is off" : routes.describe();
+    }
+
     /** The route to {@code peer} through a relay node, or null. */
     io.jmesh.transport.net.Route relayedRoute(io.jmesh.transport.net.ListenHandle peer) {
         return routes == null ? null : routes.relayedRoute(peer);

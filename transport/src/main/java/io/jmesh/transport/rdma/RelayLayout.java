@@ -5,6 +5,7 @@ import io.jmesh.transport.core.Cts;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
 
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -30,6 +31,21 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * done word: requests whose data the relay has read (the sender's buffers are free), in order; bit 63: the relay
  *            failed the connection
  * </pre>
+ *
+ * <p>Between two relays (a route through several) nothing is pulled: the upstream relay cannot hold a whole message
+ * for the next to read. It pushes records instead, each one RDMA write of a piece of a buffer and a trailer behind it
+ * into the next relay's record ring, at most as many as that ring has free slots (credits):
+ *
+ * <pre>
+ * record slot r at r * (recordBytes + TRAILER):  [payload, right-aligned: it ends where the trailer starts] trailer
+ * trailer (32 B):  0 u64 offset in the buffer   8 u32 length   12 u8 buffer   13 u8 flags (LAST of its message)
+ *                  14 u16 0   16 u64 the buffer's whole length   24 u64 seq (the record, from 1; written last)
+ * upstream relay's control towards the next relay (its down endpoint):
+ *   [0, FIFO) clear-to-send FIFO (the receiver's entries, forwarded)   [CREDIT_AT, +64) credit word, written by the
+ *   next relay: records it has passed on (their slots are free); bit 63: it failed the connection
+ *   [TRAILERS_AT, +MAX_RECORDS * 32) trailer staging, one per slot of the next relay's ring
+ * </pre>
+ * Every buffer gets at least one record (an empty one for 0 bytes), so the next relay learns every buffer's size.
  */
 final class RelayLayout {
     static final int DESC_BYTES = 32;
@@ -43,6 +59,23 @@ final class RelayLayout {
     static final long RELAY_CONTROL_BYTES = Cts.FIFO_BYTES + 64;
     static final long FAILED = 1L << 63;
     static final int INLINE = 1;
+
+    static final int TRAILER_BYTES = 32;
+    static final int LAST = 1;
+    /** The most record slots a relay's ring may have ({@code JMESH_RELAY_CHUNKS}' bound). */
+    static final int MAX_RECORDS = 256;
+    /** The largest record slot a relay may offer ({@code JMESH_RELAY_CHUNK_KIB}' bound). */
+    static final int MAX_RECORD_BYTES = 64 << 20;
+    static final long CREDIT_AT = RdmaSendWire.CONTROL_BYTES;
+    static final long TRAILERS_AT = CREDIT_AT + 64;
+    /** A relay's control region towards the next node: what a direct sender has, then the credit word and trailers. */
+    static final long RELAY_DOWN_CONTROL_BYTES = TRAILERS_AT + (long) MAX_RECORDS * TRAILER_BYTES;
+    private static final long T_OFFSET = 0;
+    private static final long T_LENGTH = 8;
+    private static final long T_BUFFER = 12;
+    private static final long T_FLAGS = 13;
+    private static final long T_TOTAL = 16;
+    private static final long T_SEQ = 24;
 
     private static final long ADDR = 0;
     private static final long LENGTH = 8;
@@ -97,5 +130,44 @@ final class RelayLayout {
 
     static long done(MemorySegment control) {
         return (long) LONG.getAcquire(control, DONE_AT);
+    }
+
+    static void trailer(MemorySegment m, long at, long offset, int length, int buffer, int flags, long total,
+                        long seq) {
+        m.set(JAVA_LONG, at + T_OFFSET, offset);
+        m.set(JAVA_INT, at + T_LENGTH, length);
+        m.set(JAVA_BYTE, at + T_BUFFER, (byte) buffer);
+        m.set(JAVA_BYTE, at + T_FLAGS, (byte) flags);
+        m.set(JAVA_LONG, at + T_TOTAL, total);
+        LONG.setRelease(m, at + T_SEQ, seq);
+    }
+
+    static long trailerSeq(MemorySegment m, long at) {
+        return (long) LONG.getAcquire(m, at + T_SEQ);
+    }
+
+    static long trailerOffset(MemorySegment m, long at) {
+        return m.get(JAVA_LONG, at + T_OFFSET);
+    }
+
+    /** Unsigned: a length from the network is checked as a long. */
+    static long trailerLength(MemorySegment m, long at) {
+        return Integer.toUnsignedLong(m.get(JAVA_INT, at + T_LENGTH));
+    }
+
+    static int trailerBuffer(MemorySegment m, long at) {
+        return Byte.toUnsignedInt(m.get(JAVA_BYTE, at + T_BUFFER));
+    }
+
+    static int trailerFlags(MemorySegment m, long at) {
+        return Byte.toUnsignedInt(m.get(JAVA_BYTE, at + T_FLAGS));
+    }
+
+    static long trailerTotal(MemorySegment m, long at) {
+        return m.get(JAVA_LONG, at + T_TOTAL);
+    }
+
+    static long credit(MemorySegment control) {
+        return (long) LONG.getAcquire(control, CREDIT_AT);
     }
 }

@@ -7,117 +7,103 @@ import io.jmesh.verbs.Errno;
 import io.jmesh.verbs.ffi.verbs_h;
 
 import java.lang.foreign.MemorySegment;
+import java.util.function.Function;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * One relayed connection on the relay node: the sender's queue pair ({@code up}) and the receiver's ({@code down}),
- * each on the device of its own link, and a ring of chunks in memory registered on both. It forwards the receiver's
- * clear-to-send entries up unchanged; takes the sender's descriptors ({@link RelayLayout}); RDMA-reads each message
- * chunk by chunk into the ring and RDMA-writes each chunk from the same memory into the receiver's buffer at the same
- * offset (a small buffer the sender wrote inline goes straight from the descriptor ring); then ends the request
- * towards the receiver exactly as a direct sender would (a write with the size as immediate, or the size array), and
- * tells the sender its buffers are free (the done word). Reads and writes run in order on their queue pairs, so the
- * ring is a FIFO of chunks: chunk k is read, written, and free again in turn. An inline buffer's space is written
- * again only after the receiver has taken the message (the receiver's next clear-to-send for that position comes
- * after the end of message, which follows the inline write on the same queue pair).
+ * One relayed connection on a relay node: the queue pair towards the node before ({@code up}: the sender, or the
+ * relay before on a route through several) and the one towards the node after ({@code down}: the receiver, or the
+ * next relay), each on the device of its own link, and memory registered on both. Between them a FIFO of
+ * {@link RelayPiece}s: the {@link RelayIntake} adds the pieces of each message in order (pulled from a sender by
+ * RDMA READ, or pushed by the relay before as records), the {@link RelayOutlet} passes them on in the same order
+ * (RDMA WRITEs into the receiver's buffers and the end of each message, or records to the next relay), and a piece's
+ * memory is free again once what the outlet posted from it has completed. So the relay holds a bounded number of
+ * pieces whatever the message sizes, and a slow receiver slows the sender.
  *
- * <p>Memory per connection is the descriptor ring and the chunk ring, whatever the message sizes; a receiver that posts nothing gets nothing
- * pulled. Everything the sender wrote is checked against the receiver's entries before it is used (a length beyond
- * the posted buffer fails the connection). Any failure closes both queue pairs, after telling the sender why through
- * the done word: both ends see their connection fail. Runs on the relay's thread only.
+ * <p>The receiver's clear-to-send entries travel up unchanged, hop by hop, to the sender's FIFO. The node before
+ * learns what it may reuse (and that the connection failed: bit 63) through one status word the intake keeps: the
+ * sender's done word, or the relay before's credit word. Everything that came from the network is checked against
+ * the receiver's entries before it is used. Any failure closes both queue pairs, after telling the node before why:
+ * both ends see their connection fail. Runs on the relay's thread only.
  */
 final class RelayPipe implements AutoCloseable {
-    private static final long READ = 1L << 40;
-    private static final long WRITE = 2L << 40;
-    private static final long END = 3L << 40;
-    private static final long CONTROL = 4L << 40;
-    private static final long INLINE = 5L << 40;
+    static final long READ = 1L << 40;
+    static final long WRITE = 2L << 40;
+    static final long END = 3L << 40;
+    static final long CONTROL = 4L << 40;
     private static final long KIND = 0xffL << 40;
     private static final long FAIL_GRACE_NANOS = 200_000_000L;
 
-    private final String name;
-    private final Endpoint up;
-    private final Endpoint down;
-    private final long upControl;
-    private final int upRkey;
-    private final long downSizes;
-    private final int downSizesRkey;
-    private final RdmaRegistration ring;
-    private final AutoCloseable ringOwner;
-    private final long chunkBytes;
-    private final long chunkBase;
-    private final int chunks;
-    private final MemorySegment fifo;
-    private final MemorySegment sizesStaging;
-    private final MemorySegment descs;
+    final String name;
+    final Endpoint up;
+    final Endpoint down;
+    final long upControl;
+    final int upRkey;
+    /** the receiver's size array, or the next relay's record ring */
+    final long downAddress;
+    final int downRkey;
+    /** what the pieces live in, registered on both devices; {@code memoryOwner} frees it after the queue pairs */
+    final RdmaRegistration memory;
+    private final AutoCloseable memoryOwner;
+    /** the receiver's clear-to-send entries, written into {@code down}'s control region */
+    final MemorySegment fifo;
     private final MemorySegment ctsStaging;
-    private final MemorySegment doneStaging;
-    private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
-    private final int opWriteImm = verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM();
-    private final int opRead = verbs_h.IBV_WR_RDMA_READ();
-    private final int flagSignaled = verbs_h.IBV_SEND_SIGNALED();
+    private final MemorySegment statusStaging;
+    final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
+    final int opWriteImm = verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM();
+    final int opRead = verbs_h.IBV_WR_RDMA_READ();
+    final int flagSignaled = verbs_h.IBV_SEND_SIGNALED();
     private final int wcSuccess = verbs_h.IBV_WC_SUCCESS();
+    private final RelayIntake intake;
+    private final RelayOutlet outlet;
+    final RelayPiece[] pieces;
 
-    /** per slot (request - 1 mod MAX_REQUESTS): its first entry's position, its buffers, the chunk count after it */
-    private final long[] entryOf = new long[Cts.MAX_REQUESTS];
-    private final int[] buffersOf = new int[Cts.MAX_REQUESTS];
-    private final long[] chunkEnd = new long[Cts.MAX_REQUESTS];
-    /** per chunk of the ring: which slot, buffer and offset it carries, and its length */
-    private final int[] chunkSlot;
-    private final int[] chunkBuffer;
-    private final long[] chunkOffset;
-    private final long[] chunkLength;
+    /** per message slot (request - 1 mod MAX_REQUESTS): its first entry's position, buffers, pieces added after it */
+    final long[] entryOf = new long[Cts.MAX_REQUESTS];
+    final int[] buffersOf = new int[Cts.MAX_REQUESTS];
+    final long[] pieceEnd = new long[Cts.MAX_REQUESTS];
+    /** per message slot and buffer: the sender's length of the buffer (the size the receiver is told) */
+    final long[] sizes = new long[Cts.MAX_REQUESTS * Cts.MAX_RECVS];
 
-    private long ctsRequest = 1;
+    /** the next message whose clear-to-send is forwarded, and its first entry's position */
+    long ctsRequest = 1;
     private long ctsPosition;
-    private long pullRequest = 1;
-    private boolean pulling;
-    private int pullBuffer;
-    private long pullOffset;
-    /** chunk sequence numbers: reads posted and completed, writes posted and completed */
-    private long reads;
-    private long readsDone;
-    private long writes;
-    private long writesDone;
-    private long endRequest = 1;
-    private long released;
-    private long doneSent;
-    private int upOut;
-    private int downOut;
+    /** the next message the intake takes: all pieces of the ones before are added */
+    long taken = 1;
+    /** pieces: added by the intake, ready in order, posted by the outlet, completed and free again */
+    long added;
+    long arrived;
+    long posted;
+    long freed;
+    int upOut;
+    int downOut;
+    private long statusSent;
     private String failure;
     private long failDeadline;
     private boolean closed;
 
-    /**
-     * @param ring      the descriptor ring then the chunks, registered on both devices; {@code ringOwner} frees it
-     *                  (after the queue pairs)
-     * @param upControl the sender's control region (its FIFO at 0, its done word at {@link RelayLayout#DONE_AT})
-     * @param downSizes the receiver's size array
-     */
-    RelayPipe(String name, Endpoint up, long upControl, int upRkey, Endpoint down, long downSizes, int downSizesRkey,
-              RdmaRegistration ring, AutoCloseable ringOwner, long chunkBytes) {
+    RelayPipe(String name, Endpoint up, long upControl, int upRkey, Endpoint down, long downAddress, int downRkey,
+              RdmaRegistration memory, AutoCloseable memoryOwner, Function<RelayPipe, RelayIntake> intake,
+              Function<RelayPipe, RelayOutlet> outlet) {
         this.name = name;
         this.up = up;
         this.down = down;
         this.upControl = upControl;
         this.upRkey = upRkey;
-        this.downSizes = downSizes;
-        this.downSizesRkey = downSizesRkey;
-        this.ring = ring;
-        this.ringOwner = ringOwner;
-        this.chunkBytes = chunkBytes;
-        this.chunkBase = ring.address + RelayLayout.DESCS;
-        this.chunks = (int) ((ring.length - RelayLayout.DESCS) / chunkBytes);
-        this.chunkSlot = new int[chunks];
-        this.chunkBuffer = new int[chunks];
-        this.chunkOffset = new long[chunks];
-        this.chunkLength = new long[chunks];
+        this.downAddress = downAddress;
+        this.downRkey = downRkey;
+        this.memory = memory;
+        this.memoryOwner = memoryOwner;
         this.fifo = down.control.asSlice(0, Cts.FIFO_BYTES);
-        this.sizesStaging = down.control.asSlice(Cts.FIFO_BYTES, RdmaSendWire.SIZES_BYTES);
-        this.descs = ring.memory().asSlice(0, RelayLayout.DESCS);
         this.ctsStaging = up.control.asSlice(0, Cts.FIFO_BYTES);
-        this.doneStaging = up.control.asSlice(Cts.FIFO_BYTES, 64);
+        this.statusStaging = up.control.asSlice(Cts.FIFO_BYTES, 64);
+        this.intake = intake.apply(this);
+        this.pieces = new RelayPiece[this.intake.capacity()];
+        for (int i = 0; i < pieces.length; i++) {
+            pieces[i] = new RelayPiece();
+        }
+        this.outlet = outlet.apply(this);
     }
 
     /** Bounded work; returns how much was done (0: idle). Once it returns -1 the pipe is closed. */
@@ -129,14 +115,49 @@ final class RelayPipe implements AutoCloseable {
             drainAfterFailure();
             return closed ? -1 : 0;
         }
-        int work = forwardClearToSends() + pollUp() + pull() + pushWrites() + pollDown() + endRequests() + release();
+        int work = forwardClearToSends() + pollUp() + intake.poll();
+        while (arrived < added && piece(arrived).ready) {
+            arrived++;
+        }
+        work += outlet.poll() + pollDown();
+        while (freed < posted && piece(freed).pending == 0) {
+            intake.freed(piece(freed));
+            freed++;
+        }
+        work += publishStatus();
         if (work == 0 && failure == null) {
             probe();
         }
         return work;
     }
 
-    /** The receiver's new clear-to-send entries, copied to the sender's FIFO at the same positions. */
+    RelayPiece piece(long n) {
+        return pieces[index(n)];
+    }
+
+    int index(long n) {
+        return (int) (n % pieces.length);
+    }
+
+    /** Adds the next piece (the caller checked there is room: {@code added - freed < pieces.length}). */
+    RelayPiece add(int slot, int buffer, long offset, long length, long address, boolean chunk, boolean ready) {
+        RelayPiece p = piece(added++);
+        p.set(slot, buffer, offset, length, address, chunk, ready);
+        return p;
+    }
+
+    boolean full() {
+        return added - freed >= pieces.length;
+    }
+
+    /** The intake added every piece of message {@link #taken}. */
+    void messageAdded() {
+        piece(added - 1).last = true;
+        pieceEnd[slot(taken)] = added;
+        taken++;
+    }
+
+    /** The receiver's new clear-to-send entries, copied to the node before's FIFO at the same positions. */
     private int forwardClearToSends() {
         int work = 0;
         while (failure == null) {
@@ -182,160 +203,18 @@ final class RelayPipe implements AutoCloseable {
         return work;
     }
 
-    /** Takes the sender's descriptors in request order and reads their chunks into the ring while chunks are free. */
-    private int pull() {
-        int work = 0;
-        while (failure == null) {
-            if (!pulling) {
-                if (pullRequest >= ctsRequest || !descriptorsArrived(pullRequest)) {
-                    return work;
-                }
-                pulling = true;
-                pullBuffer = 0;
-                pullOffset = 0;
-            }
-            int slot = slot(pullRequest);
-            long position = entryOf[slot];
-            while (pullBuffer < buffersOf[slot]) {
-                long d = RelayLayout.at(position + pullBuffer);
-                long length = RelayLayout.length(descs, d);
-                if (pullOffset >= length) {
-                    pullBuffer++;
-                    pullOffset = 0;
-                    continue;
-                }
-                if (RelayLayout.flags(descs, d) == RelayLayout.INLINE) {
-                    if (downOut + 3 >= down.sendDepth) {
-                        return work;               // room for the end of message and a probe stays
-                    }
-                    long e = Cts.at(position + pullBuffer);
-                    Wr.sge(down.sge[0], ring.address + d - length, (int) length, ring.lkey(down.deviceIndex));
-                    Wr.send(down.wr[0], INLINE, MemorySegment.NULL, down.sge[0], 1, opWrite, flagSignaled, 0,
-                            Cts.addr(fifo, e), Cts.rkey(fifo, e, 0));
-                    if (!postDown("inline write")) {
-                        return work;
-                    }
-                    pullOffset = length;
-                    work++;
-                    continue;
-                }
-                if (reads - writesDone >= chunks || upOut + 1 >= up.sendDepth) {
-                    return work;
-                }
-                int k = (int) (reads % chunks);
-                long c = Math.min(chunkBytes, length - pullOffset);
-                Wr.sge(up.sge[0], chunkBase + k * chunkBytes, (int) c, ring.lkey(up.deviceIndex));
-                Wr.send(up.wr[0], READ | (reads & 0xffff_ffffL), MemorySegment.NULL, up.sge[0], 1, opRead,
-                        flagSignaled, 0, RelayLayout.addr(descs, d) + pullOffset, RelayLayout.rkey(descs, d));
-                Wr.link(up.wr[0], MemorySegment.NULL);
-                if (!postUp(1, "read")) {
-                    return work;
-                }
-                chunkSlot[k] = slot;
-                chunkBuffer[k] = pullBuffer;
-                chunkOffset[k] = pullOffset;
-                chunkLength[k] = c;
-                reads++;
-                pullOffset += c;
-                work++;
-            }
-            chunkEnd[slot] = reads;
-            pulling = false;
-            pullRequest++;
-        }
-        return work;
-    }
-
-    /** Whether all descriptors of {@code request} are there, each within the buffer the receiver posted for it. */
-    private boolean descriptorsArrived(long request) {
-        int slot = slot(request);
-        long position = entryOf[slot];
-        for (int i = 0; i < buffersOf[slot]; i++) {
-            if (RelayLayout.seq(descs, RelayLayout.at(position + i)) != request) {
-                return false;
-            }
-        }
-        for (int i = 0; i < buffersOf[slot]; i++) {
-            long d = RelayLayout.at(position + i);
-            long length = RelayLayout.length(descs, d);
-            long posted = Cts.size(fifo, Cts.at(position + i));
-            int flags = RelayLayout.flags(descs, d);
-            if (length < 0 || length > posted || (flags & ~RelayLayout.INLINE) != 0
-                    || (flags == RelayLayout.INLINE && length > RelayLayout.INLINE_MAX)) {
-                fail("the sender's message " + request + " buffer " + i + " has " + length + " bytes (flags " + flags
-                        + ") for a receive of " + posted + " (run the same jmesh version on every node)");
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /** Writes chunks whose reads completed into the receiver's buffers, in order. */
-    private int pushWrites() {
-        int work = 0;
-        while (writes < readsDone && downOut + 2 < down.sendDepth && failure == null) {
-            int k = (int) (writes % chunks);
-            long e = Cts.at(entryOf[chunkSlot[k]] + chunkBuffer[k]);
-            Wr.sge(down.sge[0], chunkBase + k * chunkBytes, (int) chunkLength[k], ring.lkey(down.deviceIndex));
-            Wr.send(down.wr[0], WRITE, MemorySegment.NULL, down.sge[0], 1, opWrite, flagSignaled, 0,
-                    Cts.addr(fifo, e) + chunkOffset[k], Cts.rkey(fifo, e, 0));
-            if (!postDown("write")) {
-                return work;
-            }
-            writes++;
-            work++;
-        }
-        return work;
-    }
-
-    /**
-     * Ends each request whose chunks are all written, in order, as a direct sender does: a zero-length write whose
-     * immediate is the size, or (grouped receives, huge messages) the size array with its immediate.
-     */
-    private int endRequests() {
-        int work = 0;
-        while (endRequest < pullRequest && writes >= chunkEnd[slot(endRequest)] && downOut + 1 < down.sendDepth
-                && failure == null) {
-            int slot = slot(endRequest);
-            long position = entryOf[slot];
-            int n = buffersOf[slot];
-            long size0 = RelayLayout.length(descs, RelayLayout.at(position));
-            if (n == 1 && size0 < Integer.MAX_VALUE) {
-                long e = Cts.at(position);
-                Wr.send(down.wr[0], END, MemorySegment.NULL, MemorySegment.NULL, 0, opWriteImm, flagSignaled,
-                        (int) size0, Cts.addr(fifo, e), Cts.rkey(fifo, e, 0));
-            } else {
-                long at = (long) slot * Cts.MAX_RECVS * 8;
-                for (int i = 0; i < n; i++) {
-                    sizesStaging.set(JAVA_LONG, at + 8L * i, RelayLayout.length(descs, RelayLayout.at(position + i)));
-                }
-                Wr.sge(down.sge[0], sizesStaging.address() + at, n * 8, down.controlMr.lkey());
-                Wr.send(down.wr[0], END, MemorySegment.NULL, down.sge[0], 1, opWriteImm, flagSignaled,
-                        RdmaSendWire.IMM_SIZES | n, downSizes + at, downSizesRkey);
-            }
-            if (!postDown("end of message")) {
-                return work;
-            }
-            endRequest++;
-            work++;
-        }
-        return work;
-    }
-
-    /** Tells the sender which requests' buffers are free: those whose chunks have all been read. */
-    private int release() {
-        while (released + 1 < pullRequest && readsDone >= chunkEnd[slot(released + 1)]) {
-            released++;
-        }
-        if (released == doneSent || upOut + 1 >= up.sendDepth || failure != null) {
+    /** Tells the node before what it may reuse (the intake's status word), when that changed. */
+    private int publishStatus() {
+        long status = intake.status();
+        if (status == statusSent || upOut + 1 >= up.sendDepth || failure != null) {
             return 0;
         }
-        doneStaging.set(JAVA_LONG, 0, released);
-        postUpWrite(0, doneStaging.address(), 8, upControl + RelayLayout.DONE_AT);
-        if (!postUp(1, "done word")) {
+        statusStaging.set(JAVA_LONG, 0, status);
+        postUpWrite(0, statusStaging.address(), 8, upControl + intake.statusAt());
+        if (!postUp(1, "status word")) {
             return 0;
         }
-        doneSent = released;
+        statusSent = status;
         return 1;
     }
 
@@ -349,10 +228,10 @@ final class RelayPipe implements AutoCloseable {
             long wrId = Wr.wcWrId(up.wcs, i);
             upOut--;
             if (Wr.wcStatus(up.wcs, i) != wcSuccess) {
-                failUpstream("towards the sender on " + up.device.name() + " failed: "
+                failUpstream("towards " + intake.describe() + " on " + up.device.name() + " failed: "
                         + up.device.verbs().wcStatusString(Wr.wcStatus(up.wcs, i)));
             } else if ((wrId & KIND) == READ) {
-                readsDone++;
+                pieces[(int) wrId].ready = true;
             } else if (wrId == Endpoint.PROBE_WR) {
                 up.probeDone();
             }
@@ -370,11 +249,11 @@ final class RelayPipe implements AutoCloseable {
             long wrId = Wr.wcWrId(down.wcs, i);
             downOut--;
             if (Wr.wcStatus(down.wcs, i) != wcSuccess) {
-                fail("a write towards the receiver on " + down.device.name() + " failed: "
+                fail("a write towards " + outlet.describe() + " on " + down.device.name() + " failed: "
                         + down.device.verbs().wcStatusString(Wr.wcStatus(down.wcs, i))
-                        + " (the receiver closed or died)");
+                        + " (it closed or died)");
             } else if ((wrId & KIND) == WRITE) {
-                writesDone++;
+                pieces[(int) wrId].pending--;
             } else if (wrId == Endpoint.PROBE_WR) {
                 down.probeDone();
             }
@@ -394,7 +273,7 @@ final class RelayPipe implements AutoCloseable {
             }
         }
         if (downOut + 1 < down.sendDepth) {
-            int p = down.idle(downSizes, downSizesRkey);
+            int p = down.idle(downAddress, downRkey);
             if (p > 0) {
                 downOut++;
             } else if (p < 0) {
@@ -403,13 +282,14 @@ final class RelayPipe implements AutoCloseable {
         }
     }
 
-    private void postUpWrite(int w, long local, int bytes, long remote) {
+    void postUpWrite(int w, long local, int bytes, long remote) {
         Wr.sge(up.sge[w], local, bytes, up.controlMr.lkey());
         Wr.send(up.wr[w], CONTROL, MemorySegment.NULL, up.sge[w], 1, opWrite, flagSignaled, 0, remote, upRkey);
         Wr.link(up.wr[w], MemorySegment.NULL);
     }
 
-    private boolean postUp(int wrs, String what) {
+    /** Posts {@code up.wr[0]} (and what is linked to it): {@code wrs} work requests. */
+    boolean postUp(int wrs, String what) {
         int rc = up.ops.postSend(up.qp.handle(), up.wr[0], up.badWr);
         if (rc != 0) {
             fail("ibv_post_send (" + what + ") on " + up.device.name() + " failed: " + Errno.describe(rc));
@@ -419,7 +299,8 @@ final class RelayPipe implements AutoCloseable {
         return true;
     }
 
-    private boolean postDown(String what) {
+    /** Posts {@code down.wr[0]} alone. */
+    boolean postDown(String what) {
         Wr.link(down.wr[0], MemorySegment.NULL);
         int rc = down.ops.postSend(down.qp.handle(), down.wr[0], down.badWr);
         if (rc != 0) {
@@ -430,23 +311,27 @@ final class RelayPipe implements AutoCloseable {
         return true;
     }
 
-    private static int slot(long request) {
+    static int slot(long request) {
         return (int) ((request - 1) & (Cts.MAX_REQUESTS - 1));
     }
 
+    boolean failed() {
+        return failure != null;
+    }
+
     /**
-     * Fails the pipe from the receiver's side (or a local error): the sender learns it through the done word, given
+     * Fails the pipe from the far side (or a local error): the node before learns it through its status word, given
      * a moment to arrive, then both queue pairs close.
      */
-    private void fail(String why) {
+    void fail(String why) {
         if (failure != null) {
             return;
         }
         failure = why;
         VerbsRelay.LOG.warn("jmesh relay: {} failed: {}", name, why);
         failDeadline = System.nanoTime() + FAIL_GRACE_NANOS;
-        doneStaging.set(JAVA_LONG, 0, RelayLayout.FAILED | released);
-        postUpWrite(0, doneStaging.address(), 8, upControl + RelayLayout.DONE_AT);
+        statusStaging.set(JAVA_LONG, 0, RelayLayout.FAILED | intake.status());
+        postUpWrite(0, statusStaging.address(), 8, upControl + intake.statusAt());
         if (up.ops.postSend(up.qp.handle(), up.wr[0], up.badWr) != 0) {
             close();
         } else {
@@ -454,7 +339,7 @@ final class RelayPipe implements AutoCloseable {
         }
     }
 
-    /** The sender's side failed: nothing can reach it, so both queue pairs close at once. */
+    /** The node before failed: nothing can reach it, so both queue pairs close at once. */
     private void failUpstream(String why) {
         if (failure == null) {
             failure = why;
@@ -490,7 +375,7 @@ final class RelayPipe implements AutoCloseable {
         }
         closed = true;
         CloseHelper.closeAll(e -> VerbsRelay.LOG.warn("jmesh relay: closing {}: {}", name, e.toString()), up, down,
-                ringOwner);
+                memoryOwner);
     }
 
     @Override

@@ -8,7 +8,9 @@ import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.transport.net.ListenAddress;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.net.RelayHop;
 import io.jmesh.transport.net.Route;
+import io.jmesh.transport.route.NextHop;
 import io.jmesh.transport.route.RelayRequest;
 
 import java.io.EOFException;
@@ -23,12 +25,18 @@ import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.security.SecureRandom;
 import java.util.List;
+import java.util.function.Function;
 
 /**
  * One relay handshake on the relay node, on its own virtual thread, within the handshake timeout: reads the
  * connector's relay request and HELLO (each checked before use), connects to the listener itself with the connector's
  * secret (the listener checks it), and answers the connector with its own queue pair and descriptor ring. Whatever
  * fails is told to the connector in a REJECT that names this relay, and everything made is freed.
+ *
+ * <p>Where no link of this node reaches the listener, it goes on through the next relay that route discovery knows,
+ * as a connector would (the relay request with one hop fewer); the two relays then exchange records (its ACCEPT
+ * carries its record ring, {@link ConnectInfo#relay()}). A relay before this one gets this node's record ring instead
+ * of the descriptor ring.
  *
  * <pre>
  * connector            relay (this)                          listener
@@ -101,6 +109,7 @@ final class RelaySession {
             throw new IOException(problem);
         }
         InetSocketAddress target = RelayRequest.target(request, 0);
+        int hopsLeft = RelayRequest.hopsLeft(request, 0);
         peer = remote.getHostAddress() + " for " + target;
         ByteBuffer header = read(RelayFrames.HEADER_BYTES);
         problem = RelayFrames.problem(header);
@@ -126,6 +135,7 @@ final class RelaySession {
             throw new Rejected("a relayed connection has one queue pair, to the relay's address " + local
                     .getHostAddress() + "; got " + from.rails().size() + " to " + from.rails().getFirst().target());
         }
+        boolean fromRelay = from.relay();
         LocalLink downLink = null;
         for (LocalLink l : provider.links()) {
             if (l.prefix().contains(target.getAddress()) && !l.prefix().address().equals(target.getAddress())) {
@@ -133,34 +143,55 @@ final class RelaySession {
                 break;
             }
         }
+        NextHop hop = null;
         if (downLink == null) {
-            throw new Rejected("no link of this node reaches " + target.getAddress().getHostAddress() + " directly; "
-                    + "a verbs route through more than one relay is not supported yet (the TCP provider relays "
-                    + "over several)");
+            hop = provider.nextHop(target.getAddress());
+            if (hop == null || hop.relayPort() == 0) {
+                throw new Rejected("no link of this node reaches " + target.getAddress().getHostAddress()
+                        + ", and route discovery knows no verbs relay towards it (" + provider.describeRoutes() + ")");
+            }
+            if (hopsLeft <= 1) {
+                throw new Rejected("the route to " + target.getAddress().getHostAddress() + " would go through more "
+                        + "than " + RelayHop.MAX_HOPS + " relays");
+            }
+            downLink = hop.local();
         }
         up = provider.endpoint(upLink, RelayLayout.RELAY_CONTROL_BYTES);
         up.connect(from.rails().getFirst().qp());
-        down = provider.endpoint(downLink, RdmaSendWire.CONTROL_BYTES);
-        ListenAddress at = new ListenAddress(new IpPrefix(target.getAddress(), downLink.prefix().prefixLength()),
-                target.getPort(), 0);
+        down = provider.endpoint(downLink, RelayLayout.RELAY_DOWN_CONTROL_BYTES);
+        int bits = hop == null ? downLink.prefix().prefixLength() : target.getAddress().getAddress().length * 8;
+        ListenAddress at = new ListenAddress(new IpPrefix(target.getAddress(), bits), target.getPort(), 0);
         ConnectInfo mine = new ConnectInfo(List.of(new ConnectInfo.Rail(down.local(), down.deviceIndex,
-                target.getAddress())), down.control.address(), down.controlMr.rkey());
-        listener = provider.agent().connect(new ListenHandle(0, secret, List.of(at)), new Route(downLink, at, 0),
-                mine.encode());
+                hop == null ? target.getAddress() : hop.neighbour())), down.control.address(), down.controlMr.rkey(),
+                hop != null, 0, 0);
+        Route onward = new Route(downLink, at, 0, hop == null ? null : hop.relayHop(hopsLeft - 1));
+        listener = provider.agent().connect(new ListenHandle(0, secret, List.of(at)), onward, mine.encode());
         HandshakeStatus s = await(HandshakeStatus.IN_PROGRESS);
         if (s != HandshakeStatus.ACTION_REQUIRED) {
             throw new Rejected(listener.failure());
         }
         ConnectInfo to = ConnectInfo.decode(listener.peerPayload());
-        if (to.rails().size() != 1) {
-            throw new Rejected("the listener answered with " + to.rails().size() + " queue pairs for one");
+        String after = hop == null ? "the listener" : "the next relay " + hop.neighbour().getHostAddress();
+        if (to.rails().size() != 1 || to.relay() != (hop != null)) {
+            throw new Rejected(after + " answered with " + to.rails().size() + " queue pairs for one" + (to.relay()
+                    ? " as a relay" : "") + " (run the same jmesh version on every node)");
+        }
+        if (hop != null && (to.records() < 1 || to.records() > RelayLayout.MAX_RECORDS || to.recordBytes() < 1
+                || to.recordBytes() > RelayLayout.MAX_RECORD_BYTES)) {
+            throw new Rejected(after + " offered a record ring of " + to.records() + " x " + to.recordBytes()
+                    + " bytes (1.." + RelayLayout.MAX_RECORDS + " records of at most " + RelayLayout.MAX_RECORD_BYTES
+                    + ")");
         }
         down.connect(to.rails().getFirst().qp());
         arena = Arena.ofShared();
-        ring = provider.register(arena.allocate(RelayLayout.DESCS + relay.chunkBytes() * relay.chunks(), 4096));
+        long chunkBytes = relay.chunkBytes();
+        int chunks = relay.chunks();
+        ring = provider.register(arena.allocate(fromRelay ? RecordIntake.bytes(chunkBytes, chunks)
+                : RelayLayout.DESCS + chunkBytes * chunks, 4096));
         RdmaRegistration rr = (RdmaRegistration) ring;
         ConnectInfo reply = new ConnectInfo(List.of(new ConnectInfo.Rail(up.local(), up.deviceIndex, null)),
-                rr.address, rr.rkey(up.deviceIndex));
+                rr.address, rr.rkey(up.deviceIndex), fromRelay, fromRelay ? (int) chunkBytes : 0,
+                fromRelay ? chunks : 0);
         send(RelayFrames.accept(RANDOM.nextLong(), reply.encode()));
         header = read(RelayFrames.HEADER_BYTES);
         problem = RelayFrames.problem(header);
@@ -173,14 +204,20 @@ final class RelaySession {
             throw new IOException("the connector gave up after our reply: " + why);
         }
         if (!listener.confirm() || await(HandshakeStatus.IN_PROGRESS) != HandshakeStatus.COMPLETE) {
-            throw new IOException("the listener's side failed: " + listener.failure());
+            throw new IOException((hop == null ? "the listener's" : after + "'s") + " side failed: "
+                    + listener.failure());
         }
         Arena a = arena;
         io.jmesh.api.Registration r = ring;
         String name = remote.getHostAddress() + " -> " + target.getAddress().getHostAddress() + " (over "
-                + upLink.device() + " and " + downLink.device() + ")";
+                + upLink.device() + " and " + downLink.device() + (hop == null ? "" : ", on through "
+                + hop.neighbour().getHostAddress()) + ")";
+        Function<RelayPipe, RelayIntake> intake = fromRelay ? p -> new RecordIntake(p, chunkBytes, chunks)
+                : p -> new PullIntake(p, chunkBytes);
+        Function<RelayPipe, RelayOutlet> outlet = hop == null ? ReceiverOutlet::new
+                : p -> new RecordOutlet(p, to.recordBytes(), to.records());
         RelayPipe pipe = new RelayPipe(name, up, from.controlAddress(), from.controlRkey(), down, to.controlAddress(),
-                to.controlRkey(), (RdmaRegistration) r, () -> CloseHelper.closeAll(r, a), relay.chunkBytes());
+                to.controlRkey(), rr, () -> CloseHelper.closeAll(r, a), intake, outlet);
         VerbsRelay.LOG.info("jmesh relay: relaying {}", name);
         return pipe;
     }

@@ -21,6 +21,11 @@ public record NextHop(LocalLink local, InetAddress neighbour, int relayPort, int
         return new RelayHop(new InetSocketAddress(neighbour, relayPort), relays);
     }
 
+    /** The hop for a relay that passes a request on, with {@code hopsLeft} in the request it sends. */
+    public RelayHop relayHop(int hopsLeft) {
+        return new RelayHop(new InetSocketAddress(neighbour, relayPort), relays, hopsLeft);
+    }
+
     @Override
     public String toString() {
         return neighbour.getHostAddress() + " over " + local.prefix() + " (" + relays

@@ -36,7 +36,7 @@ final class RouteFrame {
     static final int MAX_REACH = 48;
     static final int MAX_BYTES = HEADER_BYTES + (MAX_LINKS + MAX_REACH) * ENTRY_BYTES;
     /** Hop counts beyond this are unreachable: it bounds counting to infinity and a relayed path's length. */
-    static final int MAX_HOPS = 8;
+    static final int MAX_HOPS = io.jmesh.transport.net.RelayHop.MAX_HOPS;
 
     /** One of the sender's links: its address with prefix, and its relay endpoint's TCP port there (0: none). */
     record Link(IpPrefix prefix, int relayPort) {

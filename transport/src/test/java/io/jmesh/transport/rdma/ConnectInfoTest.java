@@ -11,6 +11,7 @@ import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -85,8 +86,11 @@ class ConnectInfoTest {
         assertBad(b, "3 rails need");
         assertBad(Arrays.copyOf(good, good.length - 1), "got " + (good.length - 1));
         b = good.clone();
-        b[3] = 1;
+        b[3] = 2;
         assertBad(b, "unknown flags");
+        b = good.clone();
+        b[3] = 1;                  // RELAY without the record geometry after the rails
+        assertBad(b, "2 rails and a record geometry need " + (good.length + 8) + " bytes");
         b = good.clone();
         Arrays.fill(b, 8, 16, (byte) 0);
         assertBad(b, "zero control address");
@@ -99,6 +103,24 @@ class ConnectInfoTest {
         b = good.clone();
         Arrays.fill(b, 16 + 44 + 12, 16 + 44 + 28, (byte) 0);
         assertBad(b, "zero GID on rail 1");
+    }
+
+    @Test
+    void relaysExchangeTheirRecordGeometry() {
+        ConnectInfo.Rail rail = new ConnectInfo.Rail(new QpEndpoint(1, 2, gid(2), 1), 0, null);
+        ConnectInfo ring = new ConnectInfo(List.of(rail), 8192, 7, true, 512 * 1024, 8);
+        ConnectInfo back = ConnectInfo.decode(ring.encode());
+        assertEquals(8192, back.controlAddress());
+        assertEquals(7, back.controlRkey());
+        assertTrue(back.relay());
+        assertEquals(512 * 1024, back.recordBytes());
+        assertEquals(8, back.records());
+        assertFalse(ConnectInfo.decode(new ConnectInfo(List.of(rail), 8192, 7).encode()).relay());
+        byte[] huge = ring.encode();
+        Arrays.fill(huge, huge.length - 4, huge.length, (byte) 0xff);   // 2^32 - 1 records
+        assertBad(huge, "record geometry 4294967295 x 524288 bytes");
+        assertThrows(IllegalArgumentException.class, () -> new ConnectInfo(List.of(rail), 1, 1, false, 4096, 1),
+                "a geometry without RELAY");
     }
 
     @Test

@@ -45,7 +45,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * Every node reaches every other in a mesh that is not full (line:3, a - b - c; ring:4 and longer lines too), through
  * the public API: all guests connect to all others both ways at once; pairs without a shared subnet go through a relay
- * node (RDMA READ from the sender, RDMA WRITE to the receiver, from chunks on the relay). Each ordered pair sends
+ * node (RDMA READ from the sender, RDMA WRITE to the receiver, from chunks on the relay), or through two on line:4
+ * (records pushed from the first relay to the second). Each ordered pair sends
  * checksummed messages of 0 B to 16 MiB, odd sizes among them, into receives larger than the message (the real size
  * must come back), and a grouped receive of three buffers; a peer no node can reach gets a clear error that says
  * what this node knows. Afterwards every verbs resource is back to where it was.
