@@ -61,9 +61,10 @@ else
             --select-class io.jmesh.transport.rdma.RdmaKilledRelayTest
         testbed_step junit-ring4 testbed/junit --retry-infra ring:4 --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaRelayTest
-        # a - b - c - d: a reaches d through two relays (b pushes records to c)
+        # a - b - c - d: a reaches d through two relays (b pushes records to c), and c killed mid-transfer
         testbed_step junit-line4 testbed/junit --retry-infra line:4 --classpath "$cp" \
-            -- --select-class io.jmesh.transport.rdma.RdmaRelayTest
+            -- --select-class io.jmesh.transport.rdma.RdmaRelayTest \
+            --select-class io.jmesh.transport.rdma.RdmaKilledRelayTest
     fi
     # the NCCL plugin over verbs: nccl-net-driver in every guest of pair, triangle, line:3 and ring:4, all ranks to
     # all, through relay nodes where no link joins two ranks (docs/nccl.md)

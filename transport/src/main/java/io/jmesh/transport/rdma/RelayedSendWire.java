@@ -153,8 +153,8 @@ final class RelayedSendWire implements SendWire {
         }
         long done = RelayLayout.done(ep.control);
         if ((done & RelayLayout.FAILED) != 0) {
-            fate.fail("the relay node " + relay + " lost the connection to the receiver (the receiver closed or "
-                    + "died, or the link beyond the relay went down; see the relay node's log)");
+            fate.fail("the relay node " + relay + " lost the connection to the receiver (the receiver, or a relay "
+                    + "further on, closed or died, or a link beyond the relay went down; see the relay node's log)");
             return;
         }
         if (done > posted) {

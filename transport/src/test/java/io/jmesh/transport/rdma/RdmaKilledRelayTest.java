@@ -33,11 +33,12 @@ import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * A relay node killed mid-transfer (line:3, a - b - c): b runs only a relay, in a child JVM ({@link RelayChild}); a
- * streams 1 MiB messages to c through it; once data flows, b kills the child (SIGKILL: nothing closes). a's sender and
- * c's receiver must both answer {@link Status#FAILED} within the bound the QP timeout and retries give ({@link
- * RdmaTestbedSupport#failureBound()}), a's error naming the relay node, never hang; then both close cleanly and leave
- * no verbs objects behind.
+ * A relay node killed mid-transfer (line:3, a - b - c; line:4, a - b - c - d): the middle nodes run only a relay,
+ * each in a child JVM ({@link RelayChild}); the first node streams 1 MiB messages to the last through them; once data
+ * flows, the relay next to the receiver kills its child (SIGKILL: nothing closes). On line:4 that is c, behind b: b
+ * must pass the failure back to a. The sender and the receiver must both answer {@link Status#FAILED} within the
+ * bound the QP timeout and retries give ({@link RdmaTestbedSupport#failureBound()}), the sender's error naming its
+ * relay node, never hang; then both close cleanly and leave no verbs objects behind.
  */
 @Tag("rdma")
 class RdmaKilledRelayTest {
@@ -46,44 +47,55 @@ class RdmaKilledRelayTest {
     private static final String C_HANDLE = "killed-relay-c-handle";
     private static final String FLOWING = "killed-relay-flowing";
     private static final String KILLED = "killed-relay-killed";
+    private static final String DONE = "killed-relay-done-";
     private static final long LOOK_EVERY_NANOS = 50_000_000L;
     private static long lastLook;
 
     @Test
     void aRelayKilledMidTransferFailsBothEndsNamingItWithinTheRetryBound() throws Exception {
         TestbedEnv.require();
-        assumeTrue(TestbedEnv.topology().equals("line:3"), "runs on line:3 only (a - b - c, b relays)");
+        String topology = TestbedEnv.topology();
+        assumeTrue(topology.equals("line:3") || topology.equals("line:4"),
+                "runs on line:3 and line:4 only (the middle nodes relay; this is " + topology + ")");
         List<String> guests = Arrays.asList(TestbedEnv.get("TESTBED_GUESTS").split("\\s+"));
         String me = TestbedEnv.name();
-        if (me.equals(guests.get(1))) {
-            relayAndDie();
+        int i = guests.indexOf(me);
+        if (i == 0 || i == guests.size() - 1) {
+            end(i == 0, guests.subList(1, guests.size() - 1));
         } else {
-            end(me.equals(guests.getFirst()));
+            relay(i == guests.size() - 2);
         }
         barrier("killed-relay-end");
     }
 
-    /** b: the relay child, killed once a says data flows. */
-    private static void relayAndDie() throws Exception {
+    /** A middle node: the relay child; the one next to the receiver kills it once the sender says data flows. */
+    private static void relay(boolean dies) throws Exception {
         List<String> cmd = List.of(RdmaTestbedSupport.javaCommand(), "--enable-native-access=ALL-UNNAMED",
                 "-XX:TieredStopAtLevel=1", "-Xmx128m", "-cp", RdmaTestbedSupport.childClassPath(),
-                RelayChild.class.getName());
+                RelayChild.class.getName(), RelayChild.UP + "-" + TestbedEnv.name());
         Process child = new ProcessBuilder(cmd).inheritIO().start();
         try {
             TestbedEnv.await(FLOWING, STEP.multipliedBy(2));
             assertTrue(child.isAlive(), "the relay child must still be running when data flows");
-            child.destroyForcibly();
-            assertTrue(child.waitFor(30, TimeUnit.SECONDS), "the relay child did not die");
-            TestbedEnv.publish(KILLED, Long.toString(System.currentTimeMillis()));
+            if (dies) {
+                child.destroyForcibly();
+                assertTrue(child.waitFor(30, TimeUnit.SECONDS), "the relay child did not die");
+                TestbedEnv.publish(KILLED, Long.toString(System.currentTimeMillis()));
+            } else {
+                TestbedEnv.await(DONE + "sender", STEP.multipliedBy(3));     // relays on until both ends failed
+                TestbedEnv.await(DONE + "receiver", STEP.multipliedBy(3));
+            }
         } finally {
             child.destroyForcibly();
             child.waitFor(30, TimeUnit.SECONDS);
         }
     }
 
-    /** a (the sender) or c (the receiver): streams until the relay dies, then checks how its end failed. */
-    private static void end(boolean sending) throws Exception {
-        TestbedEnv.await(RelayChild.UP, STEP);
+    /** The sender or the receiver: streams until the relay dies, then checks how its end failed. */
+    private static void end(boolean sending, List<String> relays) throws Exception {
+        for (String r : relays) {
+            TestbedEnv.await(RelayChild.UP + "-" + r, STEP);
+        }
         Map<String, Long> before = RdmaTestbedSupport.rdmaResources();
         Fabric fabric = Fabric.open(RdmaTestbedSupport.failureContext().provider("rdma"));
         List<AutoCloseable> open = new ArrayList<>();
@@ -100,7 +112,7 @@ class RdmaKilledRelayTest {
                 open.add(connector);
                 Sender s = Connections.await(connector, STEP, IdleStrategy.controlPlane());
                 open.add(s);
-                System.out.println("a -> c over " + connector.route());
+                System.out.println("sender -> receiver over " + connector.route());
                 assertTrue(connector.route().contains(" via "), connector.route());
                 int[] reqs = new int[DEPTH];
                 Arrays.fill(reqs, -1);
@@ -117,7 +129,7 @@ class RdmaKilledRelayTest {
                             break;
                         }
                         if (t == 0) {
-                            killedAt = checkDeadline(killedAt, deadline, "a's sender");
+                            killedAt = checkDeadline(killedAt, deadline, "the sender");
                             continue;
                         }
                         reqs[slot] = -1;
@@ -132,12 +144,12 @@ class RdmaKilledRelayTest {
                     } else if (q != Status.NOT_READY) {
                         status = q;
                     } else {
-                        killedAt = checkDeadline(killedAt, deadline, "a's sender");
+                        killedAt = checkDeadline(killedAt, deadline, "the sender");
                     }
                 }
                 error = s.error();
                 failedAfterMillis = sinceKill(killedAt);
-                System.out.println("a: " + sent + " messages sent; failed " + failedAfterMillis + " ms after the kill: "
+                System.out.println("sender: " + sent + " messages sent; failed " + failedAfterMillis + " ms after the kill: "
                         + error);
                 assertEquals(Status.FAILED, status, Status.describe(status) + ": " + error);
                 assertTrue(error != null && error.contains("relay node 192.168.100.2"), String.valueOf(error));
@@ -163,7 +175,7 @@ class RdmaKilledRelayTest {
                     if (t < 0) {
                         status = t;
                     } else if (t == 0) {
-                        killedAt = checkDeadline(killedAt, deadline, "c's receiver");
+                        killedAt = checkDeadline(killedAt, deadline, "the receiver");
                     } else {
                         assertEquals(MESSAGE, r.size(reqs[slot], 0));
                         received++;
@@ -177,7 +189,7 @@ class RdmaKilledRelayTest {
                 }
                 error = r.error();
                 failedAfterMillis = sinceKill(killedAt);
-                System.out.println("c: " + received + " messages received; failed " + failedAfterMillis
+                System.out.println("receiver: " + received + " messages received; failed " + failedAfterMillis
                         + " ms after the kill: " + error);
                 assertEquals(Status.FAILED, status, Status.describe(status) + ": " + error);
                 assertTrue(error != null && !error.isBlank(), "the receiver's error must say why");
@@ -186,6 +198,7 @@ class RdmaKilledRelayTest {
             }
             passed = true;
         } finally {
+            TestbedEnv.publish(DONE + (sending ? "sender" : "receiver"), passed ? "passed" : "failed");
             Exception closeFailure = closeAll(open);
             if (!passed) {
                 closeAll(new ArrayList<>(List.of(arena, fabric)));

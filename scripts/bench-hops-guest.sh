@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs inside the testbed guests of 'line:4' for scripts/bench-hops.sh (not by hand). a is the client of 'jmesh lat'
+# and 'jmesh bw' to b (direct), c (through b's relay) and d (through b's and c's: records from b to c); b and c run
+# 'jmesh relay', and every server runs with route discovery off, so only the relays answer it. The out-of-band TCP
+# exchange goes through the guests' kernels (IP forwarding and static routes set here); jmesh's data path picks links
+# by subnet. Rounds interleave the three paths, so all see the same host load.
+set -uo pipefail
+rounds=${1:-1}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+J=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -cp "${JMESH_CP:-$ROOT/benchmarks/target/jmesh-benchmarks.jar:$ROOT/benchmarks/target/lib/*}" io.jmesh.cli.Jmesh)
+out=$TESTBED_OUT/hops; mkdir -p "$out"
+export JMESH_HANDSHAKE_TIMEOUT_MS=${JMESH_HANDSHAKE_TIMEOUT_MS:-60000}
+case $TESTBED_NAME in
+  a) ip route replace 192.168.101.0/24 via 192.168.100.2; ip route replace 192.168.102.0/24 via 192.168.100.2 ;;
+  b) sysctl -qw net.ipv4.ip_forward=1; ip route replace 192.168.102.0/24 via 192.168.101.3
+     "${J[@]}" relay > "$out/relay.log" 2>&1 & relay=$! ;;
+  c) sysctl -qw net.ipv4.ip_forward=1; ip route replace 192.168.100.0/24 via 192.168.101.2
+     "${J[@]}" relay > "$out/relay.log" 2>&1 & relay=$! ;;
+  d) ip route replace 192.168.100.0/24 via 192.168.102.3; ip route replace 192.168.101.0/24 via 192.168.102.3 ;;
+esac
+testbed-barrier hops-ready 120
+step=0
+# duo NAME SERVER ARGS...: SERVER (b, c or d) serves, a connects to it; a port of its own per step
+duo() {
+  local name=$1 server=$2; shift 2; local port=$((22000 + step)); step=$((step + 1))
+  local ip; case $server in b) ip=192.168.100.2 ;; c) ip=192.168.101.3 ;; d) ip=192.168.102.4 ;; esac
+  if [[ $TESTBED_NAME == "$server" ]]; then
+    JMESH_ROUTE_PORT=0 timeout 400 "${J[@]}" "$@" -p $port --timeout 180 > "$out/$name-server.log" 2>&1
+  elif [[ $TESTBED_NAME == a ]]; then
+    timeout 420 "${J[@]}" "$@" -p $port --timeout 180 "$ip" > "$out/$name.log" 2>&1 \
+      || { echo "hops-bench[a]: FAILED: $name"; tail -n 15 "$out/$name.log" | sed 's/^/    /'; }
+  fi
+  testbed-barrier "$name" 600
+}
+for ((r = 1; r <= rounds; r++)); do
+  for t in 0:b 1:c 2:d; do
+    duo "r$r-relays${t%%:*}-latsend-2" "${t##*:}" lat -s 2 -n 1000 --warmup 100
+  done
+  for t in 0:b 1:c 2:d; do
+    duo "r$r-relays${t%%:*}-bw-1048576" "${t##*:}" bw -s 1048576 -n 60 --warmup 12
+  done
+  echo "hops-bench[$TESTBED_NAME]: round $r of $rounds done"
+done
+testbed-barrier hops-bench-done 600
+[[ $TESTBED_NAME == b || $TESTBED_NAME == c ]] && { kill "$relay" 2>/dev/null; wait "$relay" 2>/dev/null; }
+exit 0
