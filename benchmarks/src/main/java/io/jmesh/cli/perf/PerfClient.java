@@ -45,19 +45,21 @@ final class PerfClient {
 
     void run() throws IOException, NoRouteException {
         boolean lat = o.test().equals("lat");
-        try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout())) {
-            Context config = o.context();
-            PerfHeader header = new PerfHeader(o, out, FabricSupport.discover(config)); // before the fabric opens
-            List<AutoCloseable> open = new ArrayList<>();
-            try (Fabric fabric = FabricSupport.open(config); Arena arena = Arena.ofShared()) {
-                Registration reg = fabric.register(arena.allocate(lat ? 2 * o.maxSize() : o.maxSize(), 4096));
-                open.add(reg);
-                boolean write = lat && o.op().equals("write");
-                Listener listener = null;
-                if (lat) {
-                    listener = fabric.listen();
-                    open.add(listener);
-                }
+        Context config = o.context();
+        PerfHeader header = new PerfHeader(o, out, FabricSupport.discover(config)); // before the fabric opens
+        List<AutoCloseable> open = new ArrayList<>();
+        try (Fabric fabric = FabricSupport.open(config); Arena arena = Arena.ofShared()) {
+            Registration reg = fabric.register(arena.allocate(lat ? 2 * o.maxSize() : o.maxSize(), 4096));
+            open.add(reg);
+            boolean write = lat && o.op().equals("write");
+            Listener listener = null;
+            if (lat) {
+                listener = fabric.listen();
+                open.add(listener);
+            }
+            // connected only now, when the hello can go at once: a server drops a client that stays silent (a
+            // fabric can take many seconds to open on a slow node)
+            try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout())) {
                 oob.send("hello version=" + VERSION + " test=" + o.test() + " qps=" + o.qps() + " maxsize="
                         + o.maxSize() + (listener == null ? "" : " handle=" + FabricSupport.restrictOwn(
                         ListenHandle.parse(listener.handleText()), fabric.links(), o.device()))
@@ -103,9 +105,9 @@ final class PerfClient {
                 oob.send("report " + PerfReport.RULE);
                 oob.send("bye");
                 oob.expect("bye"); // the server has stopped using the connections: now they may close
-            } finally {
-                PerfCommand.closeAll(open);
             }
+        } finally {
+            PerfCommand.closeAll(open);
         }
     }
 }
