@@ -13,12 +13,7 @@ cd "$ROOT"
 rounds=${1:-1}
 [[ $rounds =~ ^[0-9]+$ ]] && (( rounds >= 1 )) || jmesh_die "usage: scripts/bench-hops.sh [ROUNDS]"
 jmesh_find_jdk
-jmesh_say "building (mvn package) ..."
-jmesh_mvn -o package -pl benchmarks -am -DskipTests || jmesh_die "the build failed"
-stamp=$(date +%Y%m%d-%H%M%S)
-snap=$ROOT/target/bench-runs/$stamp-hops-classpath
-mkdir -p "$snap" && cp benchmarks/target/jmesh-benchmarks.jar "$snap/" && cp -r benchmarks/target/lib "$snap/"
-export JMESH_CP="$snap/jmesh-benchmarks.jar:$snap/lib/*"
+jmesh_bench_snapshot hops
 rd=$ROOT/target/bench-runs/$stamp-hops
 testbed/run --out "$rd" -t $((rounds * 1500 + 300)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP line:4 -- \
     bash "$ROOT/scripts/bench-hops-guest.sh" "$rounds"

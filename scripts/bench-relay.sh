@@ -14,12 +14,7 @@ cd "$ROOT"
 rounds=${1:-2}
 [[ $rounds =~ ^[0-9]+$ ]] && (( rounds >= 1 )) || jmesh_die "usage: scripts/bench-relay.sh [ROUNDS]"
 jmesh_find_jdk
-jmesh_say "building (mvn package) ..."
-jmesh_mvn -o package -pl benchmarks -am -DskipTests || jmesh_die "the build failed"
-stamp=$(date +%Y%m%d-%H%M%S)
-snap=$ROOT/target/bench-runs/$stamp-relay-classpath
-mkdir -p "$snap" && cp benchmarks/target/jmesh-benchmarks.jar "$snap/" && cp -r benchmarks/target/lib "$snap/"
-export JMESH_CP="$snap/jmesh-benchmarks.jar:$snap/lib/*"
+jmesh_bench_snapshot relay
 rd=$ROOT/target/bench-runs/$stamp-relay
 testbed/run --out "$rd" -t $((rounds * 1700 + 300)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP line:3 -- \
     bash "$ROOT/scripts/bench-relay-guest.sh" "$rounds"

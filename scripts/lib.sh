@@ -88,6 +88,18 @@ jmesh_mvn() {
     (cd "$JMESH_ROOT" && mvn -B -q -Dstyle.color=never "$@")
 }
 
+# For a benchmark run in the testbed: builds the benchmarks and copies them to target/bench-runs/<stamp>-NAME-classpath,
+# which the guests run (a rebuild during a long run cannot change them under it). Sets stamp and exports JMESH_CP.
+jmesh_bench_snapshot() {
+    jmesh_say "building (mvn package) ..."
+    jmesh_mvn -o package -pl benchmarks -am -DskipTests || jmesh_die "the build failed"
+    stamp=$(date +%Y%m%d-%H%M%S)
+    local snap=$JMESH_ROOT/target/bench-runs/$stamp-$1-classpath
+    mkdir -p "$snap" && cp "$JMESH_ROOT/benchmarks/target/jmesh-benchmarks.jar" "$snap/" \
+        && cp -r "$JMESH_ROOT/benchmarks/target/lib" "$snap/" || jmesh_die "cannot copy the benchmarks to $snap"
+    export JMESH_CP="$snap/jmesh-benchmarks.jar:$snap/lib/*"
+}
+
 # Builds the jmesh command when its jar is missing or older than any source or pom.
 jmesh_build_if_stale() {
     # a stamp, not the jar: Maven keeps an unchanged jar's old time stamp
