@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs inside the testbed guests of 'line:4' for scripts/bench-hops.sh (not by hand). a is the client of 'jmesh lat'
 # and 'jmesh bw' to b (direct), c (through b's relay) and d (through b's and c's: records from b to c); b and c run
-# 'jmesh relay', and every server runs with route discovery off, so only the relays answer it. The out-of-band TCP
-# exchange goes through the guests' kernels (IP forwarding and static routes set here); jmesh's data path picks links
-# by subnet. Rounds interleave the three paths, so all see the same host load.
+# 'jmesh relay'. A 'jmesh lat' server connects back to a, so c's and d's servers need route discovery: c's relay
+# stops while c serves (one fabric per node answers discovery on its port; c's server relays meanwhile), and b's
+# server, which needs no route, runs with discovery off. The out-of-band TCP exchange goes through the guests' kernels
+# (IP forwarding and static routes set here); jmesh's data path picks links by subnet. Rounds interleave the three
+# paths, so all see the same host load.
 set -uo pipefail
 rounds=${1:-1}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,8 +26,12 @@ step=0
 duo() {
   local name=$1 server=$2; shift 2; local port=$((22000 + step)); step=$((step + 1))
   local ip; case $server in b) ip=192.168.100.2 ;; c) ip=192.168.101.3 ;; d) ip=192.168.102.4 ;; esac
-  if [[ $TESTBED_NAME == "$server" ]]; then
+  if [[ $TESTBED_NAME == "$server" && $server == b ]]; then
     JMESH_ROUTE_PORT=0 timeout 400 "${J[@]}" "$@" -p $port --timeout 180 > "$out/$name-server.log" 2>&1
+  elif [[ $TESTBED_NAME == "$server" ]]; then
+    [[ $server == c ]] && { kill "$relay"; wait "$relay" 2>/dev/null; }
+    timeout 400 "${J[@]}" "$@" -p $port --timeout 180 > "$out/$name-server.log" 2>&1
+    [[ $server == c ]] && { "${J[@]}" relay >> "$out/relay.log" 2>&1 & relay=$!; sleep 5; }
   elif [[ $TESTBED_NAME == a ]]; then
     timeout 420 "${J[@]}" "$@" -p $port --timeout 180 "$ip" > "$out/$name.log" 2>&1 \
       || { echo "hops-bench[a]: FAILED: $name"; tail -n 15 "$out/$name.log" | sed 's/^/    /'; }
