@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs inside the testbed guests of 'line:4' for scripts/bench-hops.sh (not by hand). a is the client of 'jmesh lat'
 # and 'jmesh bw' to b (direct), c (through b's relay) and d (through b's and c's: records from b to c); b and c run
-# 'jmesh relay'. A 'jmesh lat' server connects back to a, so c's and d's servers need route discovery: c's relay
-# stops while c serves (one fabric per node answers discovery on its port; c's server relays meanwhile), and b's
-# server, which needs no route, runs with discovery off. The out-of-band TCP exchange goes through the guests' kernels
+# 'jmesh relay'. A 'jmesh lat' server connects back to a, so c's and d's lat servers need route discovery: c's relay
+# stops while c serves (one fabric per node answers discovery on its port; c's server relays meanwhile); the other
+# servers need no route and run with discovery off. The out-of-band TCP exchange goes through the guests' kernels
 # (IP forwarding and static routes set here); jmesh's data path picks links by subnet. Rounds interleave the three
 # paths, so all see the same host load.
 set -uo pipefail
@@ -20,18 +20,29 @@ case $TESTBED_NAME in
      "${J[@]}" relay > "$out/relay.log" 2>&1 & relay=$! ;;
   d) ip route replace 192.168.100.0/24 via 192.168.102.3; ip route replace 192.168.101.0/24 via 192.168.102.3 ;;
 esac
-testbed-barrier hops-ready 120
+# started_relay LOG: waits until the relay there has opened its fabric (it answers route discovery from then on)
+started_relay() {
+  for ((i = 0; i < 480; i++)); do grep -q "jmesh relay: relaying" "$1" 2>/dev/null && return 0; sleep 0.5; done
+  echo "hops-bench[$TESTBED_NAME]: the relay did not start: $(tail -n 3 "$1")"
+}
+[[ $TESTBED_NAME == b || $TESTBED_NAME == c ]] && started_relay "$out/relay.log"
+testbed-barrier hops-ready 300
+sleep 15                                   # a few discovery rounds: b learns c's subnets, c learns b's
 step=0
 # duo NAME SERVER ARGS...: SERVER (b, c or d) serves, a connects to it; a port of its own per step
 duo() {
   local name=$1 server=$2; shift 2; local port=$((22000 + step)); step=$((step + 1))
   local ip; case $server in b) ip=192.168.100.2 ;; c) ip=192.168.101.3 ;; d) ip=192.168.102.4 ;; esac
-  if [[ $TESTBED_NAME == "$server" && $server == b ]]; then
+  if [[ $TESTBED_NAME == "$server" && ($server == b || $1 == bw) ]]; then
     JMESH_ROUTE_PORT=0 timeout 400 "${J[@]}" "$@" -p $port --timeout 180 > "$out/$name-server.log" 2>&1
   elif [[ $TESTBED_NAME == "$server" ]]; then
     [[ $server == c ]] && { kill "$relay"; wait "$relay" 2>/dev/null; }
     timeout 400 "${J[@]}" "$@" -p $port --timeout 180 > "$out/$name-server.log" 2>&1
-    [[ $server == c ]] && { "${J[@]}" relay >> "$out/relay.log" 2>&1 & relay=$!; sleep 5; }
+    # discovery takes a while to learn the new relay's routes again (b passes them on in its rounds)
+    if [[ $server == c ]]; then
+      "${J[@]}" relay > "$out/relay-again.log" 2>&1 & relay=$!
+      started_relay "$out/relay-again.log"; sleep 15
+    fi
   elif [[ $TESTBED_NAME == a ]]; then
     timeout 420 "${J[@]}" "$@" -p $port --timeout 180 "$ip" > "$out/$name.log" 2>&1 \
       || { echo "hops-bench[a]: FAILED: $name"; tail -n 15 "$out/$name.log" | sed 's/^/    /'; }
@@ -39,7 +50,8 @@ duo() {
   testbed-barrier "$name" 600
 }
 for ((r = 1; r <= rounds; r++)); do
-  for t in 0:b 1:c 2:d; do
+  # c's lat server stops c's relay for a while: the path through it goes first
+  for t in 2:d 0:b 1:c; do
     duo "r$r-relays${t%%:*}-latsend-2" "${t##*:}" lat -s 2 -n 1000 --warmup 100
   done
   for t in 0:b 1:c 2:d; do
