@@ -41,7 +41,7 @@ done | sort -k3,3 -k2,2n -k1,1n >> "$tsv"
       return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) }
     END { for (k in keys) m[k] = median(v[k])
           for (k in keys) { split(k, kk, "\t"); d = m[kk[1] "\t" kk[2] "\t0"]
-            printf "%-8s %8s %8s %12s %10s\n", kk[1], kk[2], kk[3], m[k], d > 0 ? sprintf("%.2f", m[k] / d) : "-" } }' "$tsv" \
+            printf "%-8s %8s %8s %12s %10s\n", kk[1], kk[2], kk[3], m[k], (d > 0 ? sprintf("%.2f", m[k] / d) : "-") } }' "$tsv" \
     | sort -k1,1 -k2,2n -k3,3n
   echo "# bw: MB/s (BW average) of 1 MiB messages; latsend: t_typical usec of isend/irecv (half a round trip); vs direct ="
   echo "# value / the direct path's (relays 0); the latency one relay adds is the step from one row to the next"
