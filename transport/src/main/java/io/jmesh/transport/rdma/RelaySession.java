@@ -172,9 +172,13 @@ final class RelaySession {
         }
         ConnectInfo to = ConnectInfo.decode(listener.peerPayload());
         String after = hop == null ? "the listener" : "the next relay " + hop.neighbour().getHostAddress();
-        if (to.rails().size() != 1 || to.relay() != (hop != null)) {
-            throw new Rejected(after + " answered with " + to.rails().size() + " queue pairs for one" + (to.relay()
-                    ? " as a relay" : "") + " (run the same jmesh version on every node)");
+        if (to.rails().size() != 1) {
+            throw new Rejected(after + " answered with " + to.rails().size() + " queue pairs for one (run the same "
+                    + "jmesh version on every node)");
+        }
+        if (to.relay() != (hop != null)) {
+            throw new Rejected(after + (to.relay() ? " answered as a relay node" : " answered as a listener, not as a "
+                    + "relay node") + " (run the same jmesh version on every node)");
         }
         if (hop != null && (to.records() < 1 || to.records() > RelayLayout.MAX_RECORDS || to.recordBytes() < 1
                 || to.recordBytes() > RelayLayout.MAX_RECORD_BYTES)) {
