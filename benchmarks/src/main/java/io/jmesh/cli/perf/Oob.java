@@ -8,6 +8,7 @@ import java.net.InetSocketAddress;
 import java.net.NoRouteToHostException;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
@@ -135,6 +136,12 @@ public final class Oob implements AutoCloseable {
             } catch (SocketTimeoutException e) {
                 throw new IOException("the peer " + peer + " sent nothing for " + socket.getSoTimeout() / 1000
                         + " s: it is stuck or was stopped (raise --timeout for slow links)", e);
+            } catch (SocketException e) {
+                // a reset: the peer died, or -p names a port where something other than a jmesh server listens
+                // (a program that drops what it cannot parse, e.g. a fabric's own handshake port)
+                throw new IOException("the out-of-band connection to " + peer + " failed (" + e.getMessage()
+                        + "): the peer process died, or -p is the port of another program; check the other "
+                        + "side's output and that both ends give the same -p", e);
             }
             if (c < 0) {
                 throw new IOException("the peer " + peer + " closed the out-of-band connection"

@@ -4,14 +4,18 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -35,10 +39,32 @@ class PerfCommandTest {
         return new Result(rc, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
     }
 
+    private static final AtomicInteger NEXT_PORT = new AtomicInteger();
+
+    /**
+     * A free port below the kernel's ephemeral range: a port the kernel handed out could be handed out again, to a
+     * fabric's handshake listener (port 0) in the server, before the server's out-of-band socket binds it; the
+     * client then talks to the handshake port and is reset.
+     */
     static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
+        int low = 32768;
+        try {
+            low = Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim()
+                    .split("\\s+")[0]);
+        } catch (IOException | NumberFormatException e) {
+            // not Linux: keep the usual lower bound
         }
+        int span = Math.max(1000, low - 12000);
+        NEXT_PORT.compareAndSet(0, (int) (ProcessHandle.current().pid() * 37 % span));
+        for (int i = 0; i < span; i++) {
+            int port = 11000 + NEXT_PORT.getAndIncrement() % span;
+            try (ServerSocket s = new ServerSocket(port)) {
+                return s.getLocalPort();
+            } catch (IOException taken) {
+                // in use: the next one
+            }
+        }
+        throw new IllegalStateException("no free TCP port in 11000.." + (11000 + span));
     }
 
     static List<String> args(int port, String address, String... more) {
