@@ -9,19 +9,31 @@ import java.nio.charset.StandardCharsets;
  * big-endian:
  * <pre>
  *  0 u32 magic    0x4A4D4853 "JMHS"
- *  4 u16 version  1
- *  6 u16 type     HELLO 1, ACCEPT 2, REJECT 3, READY 4, ATTACH 5 (reserved)
+ *  4 u16 version  2 (version 1 sent the secret in clear: a captured HELLO could be replayed)
+ *  6 u16 type     HELLO 1, ACCEPT 2, REJECT 3, READY 4, ATTACH 5 (reserved), CHALLENGE 6, PROOF 7
  *  8 u32 length   body length, 0..4096; more is a protocol violation and the socket is dropped
  * 12 body
  * </pre>
- * Bodies: HELLO = secret u8[8] + connector payload; ACCEPT = connection id u64 + acceptor payload; REJECT = reason,
- * UTF-8, at most {@value #MAX_REASON} bytes (its layout is frozen across versions so a peer of another version can
- * still read why it was turned away); READY = empty. ATTACH (reserved for extra data sockets) = secret u8[8] +
- * connection id u64 + socket index u16.
+ * The exchange; the secret never travels, and each side proves it knows it for this socket's nonces only:
+ * <pre>
+ * connector                                         listener
+ *   HELLO     nonce_c u8[16] + payload   ------->
+ *                                        <-------   CHALLENGE nonce_l u8[16] (fresh for every socket)
+ *   PROOF     mac_c u8[32]               ------->   checked: only now does the application see it
+ *                                        <-------   ACCEPT id u64 + mac_l u8[32] + payload
+ *   (checks mac_l)  READY (empty)        ------->
+ *
+ * mac_c = HMAC-SHA256(secret, "jmesh-hs2 proof"  | nonce_l | nonce_c)
+ * mac_l = HMAC-SHA256(secret, "jmesh-hs2 accept" | nonce_c | nonce_l)
+ * </pre>
+ * A replayed HELLO and PROOF fail, since the PROOF answered another socket's nonce_l. The payloads stay outside the
+ * MACs so a verbs relay can forward CHALLENGE, PROOF and mac_l without the secret while it puts its own queue pair in
+ * the payloads. REJECT = reason, UTF-8, at most {@value #MAX_REASON} bytes (its layout is frozen across versions so a
+ * peer of another version can still read why it was turned away). ATTACH is reserved.
  */
 final class Frame {
     static final int MAGIC = 0x4A4D4853;
-    static final int VERSION = 1;
+    static final int VERSION = 2;
 
     static final int MAGIC_OFFSET = 0;
     static final int VERSION_OFFSET = 4;
@@ -35,29 +47,41 @@ final class Frame {
     static final int REJECT = 3;
     static final int READY = 4;
     static final int ATTACH = 5;
+    static final int CHALLENGE = 6;
+    static final int PROOF = 7;
 
-    static final int SECRET_LENGTH = 8;
-    /** HELLO: the secret, then the payload. */
-    static final int HELLO_SECRET_OFFSET = 0;
-    static final int HELLO_PAYLOAD_OFFSET = SECRET_LENGTH;
-    /** ACCEPT: the connection id, then the payload. */
+    static final int NONCE_LENGTH = 16;
+    static final int MAC_LENGTH = 32;
+    /** HELLO: the connector's nonce, then the payload. */
+    static final int HELLO_NONCE_OFFSET = 0;
+    static final int HELLO_PAYLOAD_OFFSET = NONCE_LENGTH;
+    /** ACCEPT: the connection id, the listener's MAC, then the payload. */
     static final int ACCEPT_CONNECTION_ID_OFFSET = 0;
-    static final int ACCEPT_PAYLOAD_OFFSET = 8;
-    static final int MAX_PAYLOAD = MAX_BODY - 8;
+    static final int ACCEPT_MAC_OFFSET = 8;
+    static final int ACCEPT_PAYLOAD_OFFSET = ACCEPT_MAC_OFFSET + MAC_LENGTH;
+    static final int MAX_PAYLOAD = MAX_BODY - ACCEPT_PAYLOAD_OFFSET;
     static final int MAX_REASON = 512;
 
     private Frame() {
     }
 
-    static ByteBuffer hello(byte[] secret, byte[] payload) {
+    static ByteBuffer hello(byte[] nonce, byte[] payload) {
         ByteBuffer b = start(HELLO, HELLO_PAYLOAD_OFFSET + payload.length);
-        b.put(secret).put(payload);
+        b.put(nonce).put(payload);
         return b.flip();
     }
 
-    static ByteBuffer accept(long connectionId, byte[] payload) {
+    static ByteBuffer challenge(byte[] nonce) {
+        return start(CHALLENGE, NONCE_LENGTH).put(nonce).flip();
+    }
+
+    static ByteBuffer proof(byte[] mac) {
+        return start(PROOF, MAC_LENGTH).put(mac).flip();
+    }
+
+    static ByteBuffer accept(long connectionId, byte[] mac, byte[] payload) {
         ByteBuffer b = start(ACCEPT, ACCEPT_PAYLOAD_OFFSET + payload.length);
-        b.putLong(connectionId).put(payload);
+        b.putLong(connectionId).put(mac).put(payload);
         return b.flip();
     }
 
@@ -93,6 +117,8 @@ final class Frame {
             case REJECT -> "REJECT";
             case READY -> "READY";
             case ATTACH -> "ATTACH";
+            case CHALLENGE -> "CHALLENGE";
+            case PROOF -> "PROOF";
             default -> "type " + type;
         };
     }

@@ -7,6 +7,7 @@ import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.Route;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.channels.CancelledKeyException;
@@ -51,6 +52,8 @@ public final class HandshakeAgent implements AutoCloseable {
     public static final String THREAD_NAME = "jmesh-handshake";
     /** The largest payload either side may send. */
     public static final int MAX_PAYLOAD = Frame.MAX_PAYLOAD;
+    /** The length of a handshake nonce (a HELLO's first bytes). */
+    public static final int NONCE_BYTES = Frame.NONCE_LENGTH;
 
     private static final Logger LOG = LogManager.getLogger(HandshakeAgent.class);
     private static final SecureRandom RANDOM = new SecureRandom();
@@ -212,7 +215,33 @@ public final class HandshakeAgent implements AutoCloseable {
         long deadline = clock.getAsLong() + timeoutNanos;
         byte[] secret = peer.secretBytes();
         byte[] copy = payload.clone();
-        execute(() -> startConnect(handshake, deadline, secret, copy), handshake);
+        byte[] nonce = new byte[Frame.NONCE_LENGTH];
+        RANDOM.nextBytes(nonce);
+        execute(() -> startConnect(handshake, deadline, secret, nonce, copy), handshake);
+        return handshake;
+    }
+
+    /**
+     * Starts a handshake on behalf of a connector whose HELLO a relay read: the HELLO carries that connector's nonce,
+     * and the connector, which knows the secret, answers the listener's challenge. The relay passes the challenge
+     * on ({@link OutboundHandshake#challenge()}), the connector's proof back ({@link OutboundHandshake#prove}), and
+     * the listener's proof in its own ACCEPT ({@link OutboundHandshake#acceptorProof()}); it never learns the secret.
+     *
+     * @param connectorNonce the nonce of the connector's HELLO, {@link #NONCE_BYTES} bytes
+     */
+    public OutboundHandshake connectOnBehalf(Route route, byte[] connectorNonce, byte[] payload) {
+        Objects.requireNonNull(route, "route");
+        Objects.requireNonNull(payload, "payload");
+        if (connectorNonce.length != Frame.NONCE_LENGTH) {
+            throw new IllegalArgumentException("a connector nonce has " + Frame.NONCE_LENGTH + " bytes, not "
+                    + connectorNonce.length);
+        }
+        checkPayload(payload);
+        OutboundHandshake handshake = new OutboundHandshake(this, route);
+        long deadline = clock.getAsLong() + timeoutNanos;
+        byte[] nonce = connectorNonce.clone();
+        byte[] copy = payload.clone();
+        execute(() -> startConnect(handshake, deadline, null, nonce, copy), handshake);
         return handshake;
     }
 
@@ -378,8 +407,11 @@ public final class HandshakeAgent implements AutoCloseable {
 
     private void admit(HandshakeListener listener, SocketChannel channel) {
         String peer;
+        InetAddress host;
         try {
-            peer = Session.describe(channel.getRemoteAddress());
+            InetSocketAddress remote = (InetSocketAddress) channel.getRemoteAddress();
+            peer = Session.describe(remote);
+            host = remote.getAddress();
             channel.configureBlocking(false);
             channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
         } catch (IOException e) {
@@ -392,24 +424,22 @@ public final class HandshakeAgent implements AutoCloseable {
         }
         int cap = settings.maxPendingPerListener();
         if (listener.sessions.size() >= cap) {
-            InboundSession victim = null;
-            for (InboundSession s : listener.sessions) {
-                if (!s.authenticated()) {
-                    victim = s;
-                    break;
-                }
-            }
+            InboundSession victim = listener.victim();
             if (victim == null) {
-                String reason = "the listener already holds its limit of " + cap
-                        + " handshakes waiting for this process to accept them";
+                String reason = "the listener already holds its limit of " + cap + " connectors that proved the "
+                        + "secret and wait for this process to accept() them (accept sooner, or raise "
+                        + "JMESH_HANDSHAKE_MAX_PENDING)";
                 warn("handshake from {} refused: {}", peer, reason);
                 countDropped(reason);
-                closeQuietly(channel);
+                rejectAtOnce(channel, reason);
                 return;
             }
             victim.evict(cap);
         }
-        InboundSession session = new InboundSession(this, listener, channel, clock.getAsLong() + timeoutNanos, peer);
+        byte[] nonce = new byte[Frame.NONCE_LENGTH];
+        RANDOM.nextBytes(nonce);
+        InboundSession session = new InboundSession(this, listener, channel, clock.getAsLong() + timeoutNanos, peer,
+                host, nonce);
         try {
             session.key = channel.register(selector, SelectionKey.OP_READ, session);
         } catch (IOException e) {
@@ -418,6 +448,16 @@ public final class HandshakeAgent implements AutoCloseable {
         }
         sessions.add(session);
         listener.sessions.add(session);
+    }
+
+    /** Tells a socket turned away before it had a session why (best effort: one non-blocking write), and closes it. */
+    private static void rejectAtOnce(SocketChannel channel, String reason) {
+        try {
+            channel.write(Frame.reject(reason));
+        } catch (IOException ignored) {
+            // it is gone already; nothing to tell
+        }
+        closeQuietly(channel);
     }
 
     private void register(HandshakeListener listener) {
@@ -434,7 +474,9 @@ public final class HandshakeAgent implements AutoCloseable {
         }
     }
 
-    private void startConnect(OutboundHandshake handshake, long deadline, byte[] secret, byte[] payload) {
+    /** {@code secret} null: on behalf of a connector, who answers the challenge through the relay. */
+    private void startConnect(OutboundHandshake handshake, long deadline, byte[] secret, byte[] nonce,
+                              byte[] payload) {
         if (handshake.poll() == HandshakeStatus.FAILED) {
             return; // closed before it started
         }
@@ -451,7 +493,7 @@ public final class HandshakeAgent implements AutoCloseable {
                     + " (is the address still up? check 'ip addr')");
             return;
         }
-        OutboundSession session = new OutboundSession(this, handshake, channel, deadline, secret, payload);
+        OutboundSession session = new OutboundSession(this, handshake, channel, deadline, secret, nonce, payload);
         handshake.session = session;
         try {
             boolean connected = channel.connect(route.connectAddress());

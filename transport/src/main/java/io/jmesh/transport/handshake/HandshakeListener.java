@@ -1,9 +1,12 @@
 package io.jmesh.transport.handshake;
 
 import io.jmesh.transport.net.ListenHandle;
+import java.net.InetAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.util.ArrayDeque;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
@@ -73,6 +76,32 @@ public final class HandshakeListener implements AutoCloseable {
 
     List<ServerSocketChannel> servers() {
         return servers;
+    }
+
+    /**
+     * Whom this listener, when full, drops for a newcomer: a socket that has not proven the secret (only those can a stranger
+     * or a replay create), the oldest of the address that holds the most of them, so that a flood from one address
+     * evicts its own sockets and never a legit peer's, which is unproven for one round trip; else the oldest whose
+     * connector has not confirmed our ACCEPT (it idles on a reply it has); never one that waits for this process,
+     * which a newcomer could not get further than.
+     */
+    InboundSession victim() {
+        Map<InetAddress, Integer> unproven = new HashMap<>();
+        int most = 0;
+        InboundSession idle = null;
+        for (InboundSession s : sessions) {
+            if (!s.authenticated()) {
+                most = Math.max(most, unproven.merge(s.remoteHost(), 1, Integer::sum));
+            } else if (idle == null && s.state() == InboundSession.State.AWAIT_READY) {
+                idle = s;
+            }
+        }
+        for (InboundSession s : sessions) {
+            if (!s.authenticated() && unproven.get(s.remoteHost()) == most) {
+                return s;
+            }
+        }
+        return idle;
     }
 
     void offer(InboundHandshake h) {

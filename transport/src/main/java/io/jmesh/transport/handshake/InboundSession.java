@@ -1,29 +1,35 @@
 package io.jmesh.transport.handshake;
 
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
-import java.security.MessageDigest;
 
 /**
- * The acceptor's side of one handshake socket, on the agent thread:
- * AWAIT_HELLO → (secret checked) AWAIT_APP → (accept) AWAIT_READY → COMPLETE, or REJECT and close. Anything out of
- * order, a wrong secret, a wrong version, or the deadline drops the socket with a WARN; nothing else is affected.
+ * The acceptor's side of one handshake socket, on the agent thread: AWAIT_HELLO → (CHALLENGE sent) AWAIT_PROOF →
+ * (proof checked) AWAIT_APP → (accept) AWAIT_READY → COMPLETE, or REJECT and close. Anything out of order, a wrong
+ * proof, a wrong version, or the deadline drops the socket with a WARN; nothing else is affected. Until the proof is
+ * checked the application sees nothing and the socket is the first to be evicted when the listener is full.
  */
 final class InboundSession extends Session {
-    private enum State { AWAIT_HELLO, AWAIT_APP, AWAIT_READY, CLOSING }
+    enum State { AWAIT_HELLO, AWAIT_PROOF, AWAIT_APP, AWAIT_READY, CLOSING }
 
     private final HandshakeListener listener;
-    private final byte[] secretSeen = new byte[Frame.SECRET_LENGTH];
+    private final byte[] connectorNonce = new byte[Frame.NONCE_LENGTH];
+    private final byte[] listenerNonce;
+    private final InetAddress remoteHost;
     private State state = State.AWAIT_HELLO;
+    private byte[] payload;
     private InboundHandshake handshake;
 
     InboundSession(HandshakeAgent agent, HandshakeListener listener, SocketChannel channel, long deadlineNanos,
-                   String peer) {
+                   String peer, InetAddress remoteHost, byte[] listenerNonce) {
         super(agent, channel, deadlineNanos, peer);
         this.listener = listener;
+        this.remoteHost = remoteHost;
+        this.listenerNonce = listenerNonce;
     }
 
     @Override
@@ -40,10 +46,20 @@ final class InboundSession extends Session {
         return handshake != null;
     }
 
+    /** The connector's address, for the pending cap's fairness between addresses. */
+    InetAddress remoteHost() {
+        return remoteHost;
+    }
+
+    State state() {
+        return state;
+    }
+
     @Override
     void onFrame(int version, int type, ByteBuffer body) {
         switch (state) {
             case AWAIT_HELLO -> onHello(version, type, body);
+            case AWAIT_PROOF -> onProof(version, type, body);
             case AWAIT_READY -> {
                 if (type == Frame.READY && version == Frame.VERSION && !body.hasRemaining()) {
                     handshake.complete();
@@ -80,22 +96,44 @@ final class InboundSession extends Session {
             return;
         }
         if (body.remaining() < Frame.HELLO_PAYLOAD_OFFSET) {
-            refuse("HELLO of " + body.remaining() + " bytes is shorter than its " + Frame.SECRET_LENGTH
-                    + "-byte secret");
+            refuse("HELLO of " + body.remaining() + " bytes is shorter than its " + Frame.NONCE_LENGTH
+                    + "-byte nonce");
             return;
         }
-        body.get(Frame.HELLO_SECRET_OFFSET, secretSeen);
-        if (!MessageDigest.isEqual(secretSeen, listener.secret())) {
-            refuse("wrong secret: the handle it used is not this listener's (a stale handle from a closed "
-                    + "listener, or a stray client)");
-            return;
-        }
-        byte[] payload = new byte[body.remaining() - Frame.HELLO_PAYLOAD_OFFSET];
+        body.get(Frame.HELLO_NONCE_OFFSET, connectorNonce);
+        payload = new byte[body.remaining() - Frame.HELLO_PAYLOAD_OFFSET];
         body.get(Frame.HELLO_PAYLOAD_OFFSET, payload);
+        state = State.AWAIT_PROOF;
+        try {
+            send(Frame.CHALLENGE, Frame.challenge(listenerNonce));
+        } catch (IOException e) {
+            onViolation("sending CHALLENGE failed: " + e.getMessage());
+        }
+    }
+
+    private void onProof(int version, int type, ByteBuffer body) {
+        if (type == Frame.REJECT) {
+            drop("the connector gave up after our challenge: " + Frame.reason(body));
+            return;
+        }
+        if (version != Frame.VERSION || type != Frame.PROOF || body.remaining() != Frame.MAC_LENGTH) {
+            refuse("expected PROOF of " + Frame.MAC_LENGTH + " bytes, got " + Frame.typeName(type) + " of "
+                    + body.remaining() + " bytes (version " + version + ")");
+            return;
+        }
+        byte[] seen = new byte[Frame.MAC_LENGTH];
+        body.get(0, seen);
+        if (!HandshakeMac.matches(HandshakeMac.proof(listener.secret(), listenerNonce, connectorNonce), seen)) {
+            refuse("wrong proof of the secret: the handle it used is not this listener's (a stale handle from a "
+                    + "closed listener, a stray client, or a replayed handshake)");
+            return;
+        }
         handshake = new InboundHandshake(agent, this, (InetSocketAddress) remote(),
                 (InetSocketAddress) local());
         state = State.AWAIT_APP;
-        handshake.peerPayloadArrived(agent.newConnectionId(), payload);
+        byte[] p = payload;
+        payload = null;
+        handshake.peerPayloadArrived(agent.newConnectionId(), p);
         listener.offer(handshake);
     }
 
@@ -106,7 +144,8 @@ final class InboundSession extends Session {
         }
         state = State.AWAIT_READY;
         try {
-            send(Frame.ACCEPT, Frame.accept(handshake.connectionId(), payload));
+            send(Frame.ACCEPT, Frame.accept(handshake.connectionId(),
+                    HandshakeMac.acceptProof(listener.secret(), connectorNonce, listenerNonce), payload));
         } catch (IOException e) {
             onViolation("sending ACCEPT failed: " + e.getMessage());
         }
@@ -150,6 +189,8 @@ final class InboundSession extends Session {
     void onEndOfStream() {
         switch (state) {
             case AWAIT_HELLO -> drop("closed the connection before sending HELLO");
+            case AWAIT_PROOF -> drop("closed the connection before answering our CHALLENGE (a connector of "
+                    + "handshake version 1, or a replayed HELLO)");
             case AWAIT_APP, AWAIT_READY -> {
                 handshake.fail("the connector at " + peer + " closed the connection before the handshake completed"
                         + " (it failed or timed out; see its log)");
@@ -170,6 +211,8 @@ final class InboundSession extends Session {
         String limit = agent.timeoutMillis() + " ms";
         switch (state) {
             case AWAIT_HELLO -> drop("no valid HELLO within " + limit + " (half-open, slow or stray client)");
+            case AWAIT_PROOF -> drop("no PROOF answered our CHALLENGE within " + limit + " (a stray client, or a "
+                    + "replayed HELLO)");
             case AWAIT_APP -> drop("this process did not accept() it within " + limit
                     + " (is the accepting side polling its listener?)");
             case AWAIT_READY -> drop("the connector did not confirm with READY within " + limit);
@@ -179,8 +222,9 @@ final class InboundSession extends Session {
 
     /** Evicted to make room for a new connection under the per-listener cap. */
     void evict(int cap) {
-        drop("evicted: the listener holds its limit of " + cap
-                + " pending connections and this one had not sent a valid HELLO yet");
+        drop("evicted: the listener holds its limit of " + cap + " pending connections and this one "
+                + (state == State.AWAIT_READY ? "had not confirmed our ACCEPT with READY yet (the oldest such)"
+                : "had not proven the secret yet"));
     }
 
     void listenerClosed() {

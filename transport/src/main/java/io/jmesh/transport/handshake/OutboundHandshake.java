@@ -21,6 +21,9 @@ import java.util.Objects;
 public final class OutboundHandshake extends Handshake {
     private final Route route;
     OutboundSession session; // agent thread only
+    // Set by the agent thread on behalf of a relayed connector only.
+    private volatile byte[] challenge;
+    private volatile byte[] acceptorProof;
 
     OutboundHandshake(HandshakeAgent agent, Route route) {
         super(agent, HandshakeStatus.IN_PROGRESS);
@@ -29,6 +32,50 @@ public final class OutboundHandshake extends Handshake {
 
     public Route route() {
         return route;
+    }
+
+    /**
+     * On behalf of a relayed connector ({@link HandshakeAgent#connectOnBehalf}): the listener's challenge nonce, to
+     * pass on to the connector, or null until it has arrived.
+     */
+    public byte[] challenge() {
+        byte[] c = challenge;
+        return c == null ? null : c.clone();
+    }
+
+    /**
+     * On behalf of a relayed connector: sends the connector's answer to {@link #challenge()} to the listener. The
+     * listener checks it; a wrong one ends in FAILED with the listener's reason.
+     *
+     * @return false when the handshake had already failed; poll() then says why
+     */
+    public boolean prove(byte[] proof) {
+        if (proof.length != Frame.MAC_LENGTH) {
+            throw new IllegalArgumentException("a proof has " + Frame.MAC_LENGTH + " bytes, not " + proof.length);
+        }
+        byte[] copy = proof.clone();
+        return agent.execute(() -> {
+            if (session != null) {
+                session.prove(copy);
+            }
+        }, this);
+    }
+
+    /**
+     * On behalf of a relayed connector: the listener's proof from its ACCEPT, to pass on in the relay's own ACCEPT
+     * (the connector checks it); null before ACTION_REQUIRED.
+     */
+    public byte[] acceptorProof() {
+        byte[] p = acceptorProof;
+        return p == null ? null : p.clone();
+    }
+
+    void challengeArrived(byte[] nonce) {
+        challenge = nonce;
+    }
+
+    void acceptorProofArrived(byte[] mac) {
+        acceptorProof = mac;
     }
 
     /**

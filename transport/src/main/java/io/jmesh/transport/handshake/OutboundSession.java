@@ -8,25 +8,31 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 
 /**
- * The connector's side of one handshake socket, on the agent thread:
- * CONNECTING → (HELLO sent) AWAIT_REPLY → (ACCEPT) AWAIT_APP → (confirm: READY sent) COMPLETE; a REJECT, a protocol
- * violation, a closed socket or the deadline ends it with a message that says what the peer did and what to check.
+ * The connector's side of one handshake socket, on the agent thread: CONNECTING → (HELLO sent) AWAIT_CHALLENGE →
+ * (PROOF sent) AWAIT_REPLY → (ACCEPT, its proof checked) AWAIT_APP → (confirm: READY sent) COMPLETE; a REJECT, a
+ * protocol violation, a closed socket or the deadline ends it with a message that says what the peer did and what to
+ * check. On behalf of a relayed connector (no secret here) it waits in AWAIT_FORWARD for that connector's proof and
+ * leaves the check of the listener's proof to it.
  */
 final class OutboundSession extends Session {
-    private enum State { CONNECTING, AWAIT_REPLY, AWAIT_APP, FINISHING }
+    private enum State { CONNECTING, AWAIT_CHALLENGE, AWAIT_FORWARD, AWAIT_REPLY, AWAIT_APP, FINISHING }
 
     private final OutboundHandshake handshake;
+    /** Null on behalf of a relayed connector. */
     private final byte[] secret;
+    private final byte[] nonce;
     private final byte[] payload;
     private final String via;
+    private byte[] listenerNonce;
     private State state = State.CONNECTING;
 
     OutboundSession(HandshakeAgent agent, OutboundHandshake handshake, SocketChannel channel, long deadlineNanos,
-                    byte[] secret, byte[] payload) {
+                    byte[] secret, byte[] nonce, byte[] payload) {
         super(agent, channel, deadlineNanos, describe(handshake.route().peerSocketAddress()));
         Route route = handshake.route();
         this.handshake = handshake;
         this.secret = secret;
+        this.nonce = nonce;
         this.payload = payload;
         this.via = " over " + route.local() + (route.isRelayed() ? " " + route.via() : "");
     }
@@ -54,13 +60,13 @@ final class OutboundSession extends Session {
             return;
         }
         key.interestOps(SelectionKey.OP_READ);
-        state = State.AWAIT_REPLY;
-        send(Frame.HELLO, relayed(handshake.route(), Frame.hello(secret, payload)));
+        state = State.AWAIT_CHALLENGE;
+        send(Frame.HELLO, relayed(handshake.route(), Frame.hello(nonce, payload)));
     }
 
     /**
      * The HELLO, behind a relay request naming the listener when the route goes through a relay: the relay reads the
-     * request, connects onwards and passes the rest through, so the secret is checked end to end by the listener.
+     * request, connects onwards and passes the challenge and the proofs through, so they are checked end to end.
      */
     private static ByteBuffer relayed(Route route, ByteBuffer hello) {
         if (!route.isRelayed()) {
@@ -73,7 +79,7 @@ final class OutboundSession extends Session {
 
     @Override
     void onFrame(int version, int type, ByteBuffer body) {
-        if (state != State.AWAIT_REPLY) {
+        if (state != State.AWAIT_CHALLENGE && state != State.AWAIT_REPLY) {
             onViolation("sent " + Frame.typeName(type) + " when nothing was expected");
             return;
         }
@@ -86,16 +92,65 @@ final class OutboundSession extends Session {
                     + ": run the same jmesh version on all nodes");
             return;
         }
+        if (state == State.AWAIT_CHALLENGE) {
+            onChallenge(type, body);
+            return;
+        }
         if (type != Frame.ACCEPT || body.remaining() < Frame.ACCEPT_PAYLOAD_OFFSET) {
             onViolation("expected ACCEPT or REJECT, got " + Frame.typeName(type) + " of " + body.remaining()
                     + " bytes");
             return;
         }
         long connectionId = body.getLong(Frame.ACCEPT_CONNECTION_ID_OFFSET);
+        byte[] mac = new byte[Frame.MAC_LENGTH];
+        body.get(Frame.ACCEPT_MAC_OFFSET, mac);
+        if (secret != null && !HandshakeMac.matches(HandshakeMac.acceptProof(secret, nonce, listenerNonce), mac)) {
+            agent.warn("handshake to {} failed: {}", peer, "its ACCEPT does not prove the listener's secret");
+            handshake.fail("the peer at " + peer + via + " answered without proof that it knows the listener's "
+                    + "secret: it is not the listener whose handle this is (a stale handle whose address now belongs "
+                    + "to another program?)");
+            abort("your ACCEPT does not prove the secret of the listener we connect to");
+            return;
+        }
         byte[] reply = new byte[body.remaining() - Frame.ACCEPT_PAYLOAD_OFFSET];
         body.get(Frame.ACCEPT_PAYLOAD_OFFSET, reply);
         state = State.AWAIT_APP;
+        if (secret == null) {
+            handshake.acceptorProofArrived(mac);
+        }
         handshake.peerPayloadArrived(connectionId, reply);
+    }
+
+    private void onChallenge(int type, ByteBuffer body) {
+        if (type != Frame.CHALLENGE || body.remaining() != Frame.NONCE_LENGTH) {
+            onViolation("expected CHALLENGE of " + Frame.NONCE_LENGTH + " bytes or REJECT, got "
+                    + Frame.typeName(type) + " of " + body.remaining() + " bytes");
+            return;
+        }
+        listenerNonce = new byte[Frame.NONCE_LENGTH];
+        body.get(0, listenerNonce);
+        if (secret == null) {
+            state = State.AWAIT_FORWARD;
+            handshake.challengeArrived(listenerNonce.clone());
+            return;
+        }
+        sendProof(HandshakeMac.proof(secret, listenerNonce, nonce));
+    }
+
+    /** Agent thread: the relayed connector's answer to the challenge. */
+    void prove(byte[] mac) {
+        if (!isClosed() && state == State.AWAIT_FORWARD) {
+            sendProof(mac);
+        }
+    }
+
+    private void sendProof(byte[] mac) {
+        state = State.AWAIT_REPLY;
+        try {
+            send(Frame.PROOF, Frame.proof(mac));
+        } catch (IOException e) {
+            failQuietly("sending PROOF to " + peer + via + " failed: " + e.getMessage());
+        }
     }
 
     /** Agent thread: the application applied the reply. */
@@ -144,7 +199,7 @@ final class OutboundSession extends Session {
     @Override
     void onEndOfStream() {
         failQuietly(switch (state) {
-            case AWAIT_REPLY -> handshake.route().isRelayed()
+            case AWAIT_CHALLENGE, AWAIT_REPLY -> handshake.route().isRelayed()
                     ? "the connection to " + peer + via + " closed without a reply: the relay "
                     + handshake.route().via().node() + " refused or lost it, or the peer dropped us (see the WARN "
                     + "in the relay's and the peer's log)"
@@ -168,7 +223,9 @@ final class OutboundSession extends Session {
         failQuietly("handshake with " + peer + via + limit + switch (state) {
             case CONNECTING -> "while connecting: no TCP connection; check the link is up and the peer reachable "
                     + "('ping -I <local address> <peer address>')";
-            case AWAIT_REPLY -> "waiting for the peer's reply: its jmesh did not answer (is it alive? see its log)";
+            case AWAIT_CHALLENGE, AWAIT_REPLY -> "waiting for the peer's reply: its jmesh did not answer (is it "
+                    + "alive? see its log)";
+            case AWAIT_FORWARD -> "waiting for the relayed connector's proof";
             case AWAIT_APP -> "waiting for this process to confirm() the reply";
             case FINISHING -> "while sending the last frame: the peer stopped reading";
         });

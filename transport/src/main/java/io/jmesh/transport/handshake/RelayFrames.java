@@ -4,14 +4,17 @@ import java.nio.ByteBuffer;
 
 /**
  * The handshake's frames for a node that answers a connector on the listener's behalf: the verbs relay reads the
- * connector's HELLO, handshakes with the listener itself, and replies with its own ACCEPT. Everything read is checked
- * here before it is trusted; the layout stays {@link Frame}'s.
+ * connector's HELLO, handshakes with the listener itself (passing the challenge and both proofs through, so it never
+ * needs the secret), and replies with its own ACCEPT. Everything read is checked here before it is trusted; the
+ * layout stays {@link Frame}'s.
  */
 public final class RelayFrames {
     public static final int HEADER_BYTES = Frame.HEADER_LENGTH;
     public static final int MAX_BODY = Frame.MAX_BODY;
-    public static final int SECRET_BYTES = Frame.SECRET_LENGTH;
+    public static final int NONCE_BYTES = Frame.NONCE_LENGTH;
+    public static final int MAC_BYTES = Frame.MAC_LENGTH;
     public static final int HELLO = Frame.HELLO;
+    public static final int PROOF = Frame.PROOF;
     public static final int REJECT = Frame.REJECT;
     public static final int READY = Frame.READY;
 
@@ -50,8 +53,13 @@ public final class RelayFrames {
         return Frame.typeName(type);
     }
 
-    public static ByteBuffer accept(long connectionId, byte[] payload) {
-        return Frame.accept(connectionId, payload);
+    public static ByteBuffer challenge(byte[] nonce) {
+        return Frame.challenge(nonce);
+    }
+
+    /** An ACCEPT that carries the listener's proof {@code mac} (passed on, not made here) and this node's payload. */
+    public static ByteBuffer accept(long connectionId, byte[] mac, byte[] payload) {
+        return Frame.accept(connectionId, mac, payload);
     }
 
     public static ByteBuffer reject(String reason) {

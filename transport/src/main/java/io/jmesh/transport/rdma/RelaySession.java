@@ -6,7 +6,6 @@ import io.jmesh.transport.handshake.OutboundHandshake;
 import io.jmesh.transport.handshake.RelayFrames;
 import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.RelayHop;
 import io.jmesh.transport.net.Route;
@@ -29,9 +28,10 @@ import java.util.function.Function;
 
 /**
  * One relay handshake on the relay node, on its own virtual thread, within the handshake timeout: reads the
- * connector's relay request and HELLO (each checked before use), connects to the listener itself with the connector's
- * secret (the listener checks it), and answers the connector with its own queue pair and descriptor ring. Whatever
- * fails is told to the connector in a REJECT that names this relay, and everything made is freed.
+ * connector's relay request and HELLO (each checked before use), connects to the listener itself on the connector's
+ * behalf (the listener's challenge goes to the connector, whose proof goes back: the secret never reaches this node),
+ * and answers the connector with its own queue pair and descriptor ring and the listener's proof. Whatever fails is
+ * told to the connector in a REJECT that names this relay, and everything made is freed.
  *
  * <p>Where no link of this node reaches the listener, it goes on through the next relay that route discovery knows,
  * as a connector would (the relay request with one hop fewer); the two relays then exchange records (its ACCEPT
@@ -40,10 +40,13 @@ import java.util.function.Function;
  *
  * <pre>
  * connector            relay (this)                          listener
- *   relay request + HELLO(secret, its QP) -->
- *                        HELLO(secret, relay's QP) ----------->
- *                        <------------------------------ ACCEPT(its QP, size array)
- *   <-- ACCEPT(relay's QP, descriptor ring)
+ *   relay request + HELLO(nonce_c, its QP) -->
+ *                        HELLO(nonce_c, relay's QP) ---------->
+ *                        <------------------------------ CHALLENGE(nonce_l)
+ *   <-- CHALLENGE(nonce_l)
+ *   PROOF(mac_c) -->     PROOF(mac_c) ------------------------>   checked by the listener
+ *                        <------------------------------ ACCEPT(mac_l, its QP, size array)
+ *   <-- ACCEPT(mac_l, relay's QP, descriptor ring)                mac_l checked by the connector
  *   READY -->            READY -------------------------------->   then data flows through a RelayPipe
  * </pre>
  */
@@ -117,14 +120,15 @@ final class RelaySession {
             throw new IOException(problem);
         }
         int length = RelayFrames.length(header);
-        if (RelayFrames.type(header) != RelayFrames.HELLO || length <= RelayFrames.SECRET_BYTES) {
+        if (RelayFrames.type(header) != RelayFrames.HELLO || length <= RelayFrames.NONCE_BYTES) {
             throw new IOException("expected HELLO, got " + RelayFrames.typeName(RelayFrames.type(header)) + " of "
                     + length + " bytes");
         }
         ByteBuffer body = read(length);
-        long secret = body.getLong(0);
-        byte[] payload = new byte[length - RelayFrames.SECRET_BYTES];
-        body.get(RelayFrames.SECRET_BYTES, payload);
+        byte[] nonce = new byte[RelayFrames.NONCE_BYTES];
+        body.get(0, nonce);
+        byte[] payload = new byte[length - RelayFrames.NONCE_BYTES];
+        body.get(RelayFrames.NONCE_BYTES, payload);
         ConnectInfo from;
         try {
             from = ConnectInfo.decode(payload);
@@ -165,7 +169,22 @@ final class RelaySession {
                 hop == null ? target.getAddress() : hop.neighbour())), down.control.address(), down.controlMr.rkey(),
                 hop != null, 0, 0);
         Route onward = new Route(downLink, at, 0, hop == null ? null : hop.relayHop(hopsLeft - 1));
-        listener = provider.agent().connect(new ListenHandle(0, secret, List.of(at)), onward, mine.encode());
+        listener = provider.agent().connectOnBehalf(onward, nonce, mine.encode());
+        send(RelayFrames.challenge(awaitChallenge()));
+        header = read(RelayFrames.HEADER_BYTES);
+        problem = RelayFrames.problem(header);
+        if (problem != null) {
+            throw new IOException(problem);
+        }
+        if (RelayFrames.type(header) != RelayFrames.PROOF || RelayFrames.length(header) != RelayFrames.MAC_BYTES) {
+            String why = RelayFrames.type(header) == RelayFrames.REJECT
+                    ? RelayFrames.reason(read(RelayFrames.length(header))) : "expected PROOF of "
+                    + RelayFrames.MAC_BYTES + " bytes, got " + RelayFrames.typeName(RelayFrames.type(header));
+            throw new IOException("the connector gave up after the challenge: " + why);
+        }
+        if (!listener.prove(read(RelayFrames.MAC_BYTES).array())) {
+            throw new Rejected(listener.failure());
+        }
         HandshakeStatus s = await(HandshakeStatus.IN_PROGRESS);
         if (s != HandshakeStatus.ACTION_REQUIRED) {
             throw new Rejected(listener.failure());
@@ -196,7 +215,7 @@ final class RelaySession {
         ConnectInfo reply = new ConnectInfo(List.of(new ConnectInfo.Rail(up.local(), up.deviceIndex, null)),
                 rr.address, rr.rkey(up.deviceIndex), fromRelay, fromRelay ? (int) chunkBytes : 0,
                 fromRelay ? chunks : 0);
-        send(RelayFrames.accept(RANDOM.nextLong(), reply.encode()));
+        send(RelayFrames.accept(RANDOM.nextLong(), listener.acceptorProof(), reply.encode()));
         header = read(RelayFrames.HEADER_BYTES);
         problem = RelayFrames.problem(header);
         if (problem != null) {
@@ -226,24 +245,40 @@ final class RelaySession {
         return pipe;
     }
 
+    /** Waits for the listener's challenge, until the deadline; a failure on the way is told to the connector. */
+    private byte[] awaitChallenge() throws IOException {
+        byte[] challenge;
+        while ((challenge = listener.challenge()) == null) {
+            if (listener.poll() == HandshakeStatus.FAILED) {
+                throw new Rejected(listener.failure());
+            }
+            pause();
+        }
+        return challenge;
+    }
+
     /** Waits while the listener handshake is in {@code state}, until the deadline. */
     private HandshakeStatus await(HandshakeStatus state) throws IOException {
         HandshakeStatus s;
         while ((s = listener.poll()) == state) {
-            if (!relay.running()) {
-                throw new IOException("the relay is closing");
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new Rejected("the listener did not answer within the handshake timeout");
-            }
-            try {
-                Thread.sleep(1);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted");
-            }
+            pause();
         }
         return s;
+    }
+
+    private void pause() throws IOException {
+        if (!relay.running()) {
+            throw new IOException("the relay is closing");
+        }
+        if (System.nanoTime() - deadline > 0) {
+            throw new Rejected("the listener did not answer within the handshake timeout");
+        }
+        try {
+            Thread.sleep(1);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted");
+        }
     }
 
     private ByteBuffer read(int n) throws IOException {

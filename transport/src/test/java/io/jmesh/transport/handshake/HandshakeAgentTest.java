@@ -188,7 +188,7 @@ class HandshakeAgentTest {
             ListenHandle forged = new ListenHandle(0, real.secret() + 1, real.addresses());
             OutboundHandshake out = agent.connect(forged, route(forged), bytes("x"));
             assertEquals(HandshakeStatus.FAILED, awaitTerminalOrAction(out, PATIENCE_MS));
-            assertTrue(out.failure().contains("wrong secret"), out.failure());
+            assertTrue(out.failure().contains("wrong proof of the secret"), out.failure());
             assertNull(listener.pollInbound());
             assertEquals(1, agent.droppedConnections());
         }

@@ -267,14 +267,13 @@ class HostileClientTest {
         try (Socket bad = raw()) {
             byte[] secret = listener.handle().secretBytes();
             secret[7] ^= 1;
-            ByteBuffer hello = Frame.hello(secret, "evil qp".getBytes());
-            bad.getOutputStream().write(hello.array(), 0, hello.limit());
+            RawClient.authenticate(bad, secret, "evil qp".getBytes());
             String reason = readReject(bad);
-            assertTrue(reason.contains("wrong secret"), reason);
+            assertTrue(reason.contains("wrong proof of the secret"), reason);
             awaitClosedByPeer(bad);
         }
         String reason = awaitDrops(1);
-        assertTrue(reason.contains("wrong secret"), reason);
+        assertTrue(reason.contains("wrong proof of the secret"), reason);
         goodHandshakeCompletes();
         assertEquals(1, agent.droppedConnections());
         assertNull(listener.pollInbound(), "a wrong secret never reaches the application");
@@ -284,10 +283,11 @@ class HostileClientTest {
     void otherVersionGetsAReadableReject() throws IOException {
         start(NO_DEADLINE_MS);
         try (Socket bad = raw()) {
-            bad.getOutputStream().write(header(Frame.MAGIC, 2, Frame.HELLO, 8));
+            // version 1's HELLO: the secret in clear, which this version never reads
+            bad.getOutputStream().write(header(Frame.MAGIC, 1, Frame.HELLO, 8));
             bad.getOutputStream().write(new byte[8]);
             String reason = readReject(bad);
-            assertTrue(reason.contains("version 2 is not supported; this node speaks version 1"), reason);
+            assertTrue(reason.contains("version 1 is not supported; this node speaks version 2"), reason);
             awaitClosedByPeer(bad);
         }
         goodHandshakeCompletes();
@@ -300,7 +300,7 @@ class HostileClientTest {
         try (Socket bad = raw()) {
             bad.getOutputStream().write(header(Frame.MAGIC, Frame.VERSION, Frame.HELLO, 3));
             bad.getOutputStream().write(new byte[3]);
-            assertTrue(readReject(bad).contains("shorter than its 8-byte secret"));
+            assertTrue(readReject(bad).contains("shorter than its 16-byte nonce"));
         }
         try (Socket bad = raw()) {
             bad.getOutputStream().write(header(Frame.MAGIC, Frame.VERSION, Frame.READY, 0));
@@ -318,8 +318,7 @@ class HostileClientTest {
     void dataAfterAValidHelloDropsOnlyThatConnection() throws IOException {
         start(NO_DEADLINE_MS);
         try (Socket bad = raw()) {
-            ByteBuffer hello = Frame.hello(listener.handle().secretBytes(), "qp".getBytes());
-            bad.getOutputStream().write(hello.array(), 0, hello.limit());
+            RawClient.authenticate(bad, listener.handle().secretBytes(), "qp".getBytes());
             InboundHandshake in = TestSupport.awaitNonNull("inbound", PATIENCE_MS, listener::pollInbound);
             bad.getOutputStream().write("junk".getBytes());
             await("dropped", PATIENCE_MS, () -> in.poll() == HandshakeStatus.FAILED);
@@ -334,17 +333,16 @@ class HostileClientTest {
     void aReadyOfAnotherVersionIsNamedAsSuch() throws IOException {
         start(NO_DEADLINE_MS);
         try (Socket bad = raw()) {
-            ByteBuffer hello = Frame.hello(listener.handle().secretBytes(), "qp".getBytes());
-            bad.getOutputStream().write(hello.array(), 0, hello.limit());
+            RawClient.authenticate(bad, listener.handle().secretBytes(), "qp".getBytes());
             InboundHandshake in = TestSupport.awaitNonNull("inbound", PATIENCE_MS, listener::pollInbound);
             assertTrue(in.accept("reply".getBytes()));
             // READY before the ACCEPT went out is a different fault: wait for the ACCEPT, as a real connector does
             byte[] head = bad.getInputStream().readNBytes(Frame.HEADER_LENGTH);
             assertEquals(Frame.ACCEPT, ByteBuffer.wrap(head).getShort(6));
             bad.getInputStream().readNBytes(ByteBuffer.wrap(head).getInt(8));
-            bad.getOutputStream().write(header(Frame.MAGIC, 2, Frame.READY, 0));
+            bad.getOutputStream().write(header(Frame.MAGIC, 3, Frame.READY, 0));
             await("dropped", PATIENCE_MS, () -> in.poll() == HandshakeStatus.FAILED);
-            assertTrue(in.failure().contains("expected READY of handshake version 1, got READY of version 2"),
+            assertTrue(in.failure().contains("expected READY of handshake version 2, got READY of version 3"),
                     in.failure());
         }
         goodHandshakeCompletes();
