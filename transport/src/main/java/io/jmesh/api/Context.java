@@ -49,6 +49,7 @@ public final class Context {
     private long handshakeTimeoutMs = 10_000;
     private int handshakeMaxPending = 32;
     private int routePort = 18515;
+    private long livenessTimeoutMs = 30_000;
     private int relayChunkKib = 512;
     private int relayChunks = 8;
     private List<StaticRoute> routes = List.of();
@@ -129,6 +130,7 @@ public final class Context {
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs = v;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending = (int) v;
             case ROUTE_PORT -> routePort = (int) v;
+            case LIVENESS_TIMEOUT_MS -> livenessTimeoutMs = v;
             case RELAY_CHUNK_KIB -> relayChunkKib = (int) v;
             case RELAY_CHUNKS -> relayChunks = (int) v;
             default -> throw new IllegalArgumentException(s + " is not numeric");
@@ -207,6 +209,7 @@ public final class Context {
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending;
             case ROUTE_PORT -> routePort;
+            case LIVENESS_TIMEOUT_MS -> livenessTimeoutMs;
             case RELAY_CHUNK_KIB -> relayChunkKib;
             case RELAY_CHUNKS -> relayChunks;
             default -> throw new IllegalArgumentException(s + " is not numeric");
@@ -411,6 +414,23 @@ public final class Context {
     }
 
     /** The UDP port of route discovery on every link address, the same on every node; 0: off (default 18515). */
+    /**
+     * How long a direct connection waits for a sign of life from the peer's process before it fails, in milliseconds
+     * (default 30 000; 0: off). A peer that does not poll still answers; one that is stopped or hung does not.
+     */
+    public long livenessTimeoutMs() {
+        return livenessTimeoutMs;
+    }
+
+    public Duration livenessTimeout() {
+        return Duration.ofMillis(livenessTimeoutMs);
+    }
+
+    public Context livenessTimeoutMs(long millis) {
+        livenessTimeoutMs = millis;
+        return set(Setting.LIVENESS_TIMEOUT_MS, "livenessTimeoutMs(" + millis + ")");
+    }
+
     public int routePort() {
         return routePort;
     }

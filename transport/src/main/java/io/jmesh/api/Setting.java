@@ -42,6 +42,9 @@ public enum Setting {
             3_600_000, "how long one connection handshake may take, in milliseconds"),
     HANDSHAKE_MAX_PENDING("jmesh.handshake.max.pending", "JMESH_HANDSHAKE_MAX_PENDING", null, 1, 4096,
             "half-done inbound handshakes a listener holds before evicting"),
+    LIVENESS_TIMEOUT_MS("jmesh.liveness.timeout.ms", "JMESH_LIVENESS_TIMEOUT_MS", null, 0, 3_600_000,
+            "how long a direct connection waits for a sign of life from the peer's process (UDP pings, answered even "
+                    + "when the peer does not poll) before it fails, in milliseconds; 0 turns liveness off"),
     ROUTE_PORT("jmesh.route.port", "JMESH_ROUTE_PORT", null, 0, 65535,
             "UDP port of route discovery on every mesh link address, the same on every node; 0 turns discovery off "
                     + "(then only direct links are used)"),

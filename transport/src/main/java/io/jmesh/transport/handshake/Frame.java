@@ -17,16 +17,17 @@ import java.nio.charset.StandardCharsets;
  * The exchange; the secret never travels, and each side proves it knows it for this socket's nonces only:
  * <pre>
  * connector                                         listener
- *   HELLO     nonce_c u8[16] + payload   ------->
+ *   HELLO     nonce_c u8[16] + port u16 + payload ->
  *                                        <-------   CHALLENGE nonce_l u8[16] (fresh for every socket)
  *   PROOF     mac_c u8[32]               ------->   checked: only now does the application see it
- *                                        <-------   ACCEPT id u64 + mac_l u8[32] + payload
+ *                                        <-------   ACCEPT id u64 + mac_l u8[32] + port u16 + payload
  *   (checks mac_l)  READY (empty)        ------->
  *
  * mac_c = HMAC-SHA256(secret, "jmesh-hs2 proof"  | nonce_l | nonce_c)
  * mac_l = HMAC-SHA256(secret, "jmesh-hs2 accept" | nonce_c | nonce_l)
  * </pre>
- * A replayed HELLO and PROOF fail, since the PROOF answered another socket's nonce_l. The payloads stay outside the
+ * port: the UDP port where the sender's process answers liveness pings on this link (0: none, as on a relayed
+ * connection). A replayed HELLO and PROOF fail, since the PROOF answered another socket's nonce_l. The payloads stay outside the
  * MACs so a verbs relay can forward CHALLENGE, PROOF and mac_l without the secret while it puts its own queue pair in
  * the payloads. REJECT = reason, UTF-8, at most {@value #MAX_REASON} bytes (its layout is frozen across versions so a
  * peer of another version can still read why it was turned away). ATTACH is reserved.
@@ -52,22 +53,24 @@ final class Frame {
 
     static final int NONCE_LENGTH = 16;
     static final int MAC_LENGTH = 32;
-    /** HELLO: the connector's nonce, then the payload. */
+    /** HELLO: the connector's nonce, its liveness port, then the payload. */
     static final int HELLO_NONCE_OFFSET = 0;
-    static final int HELLO_PAYLOAD_OFFSET = NONCE_LENGTH;
-    /** ACCEPT: the connection id, the listener's MAC, then the payload. */
+    static final int HELLO_PORT_OFFSET = NONCE_LENGTH;
+    static final int HELLO_PAYLOAD_OFFSET = HELLO_PORT_OFFSET + 2;
+    /** ACCEPT: the connection id, the listener's MAC, its liveness port, then the payload. */
     static final int ACCEPT_CONNECTION_ID_OFFSET = 0;
     static final int ACCEPT_MAC_OFFSET = 8;
-    static final int ACCEPT_PAYLOAD_OFFSET = ACCEPT_MAC_OFFSET + MAC_LENGTH;
+    static final int ACCEPT_PORT_OFFSET = ACCEPT_MAC_OFFSET + MAC_LENGTH;
+    static final int ACCEPT_PAYLOAD_OFFSET = ACCEPT_PORT_OFFSET + 2;
     static final int MAX_PAYLOAD = MAX_BODY - ACCEPT_PAYLOAD_OFFSET;
     static final int MAX_REASON = 512;
 
     private Frame() {
     }
 
-    static ByteBuffer hello(byte[] nonce, byte[] payload) {
+    static ByteBuffer hello(byte[] nonce, int livenessPort, byte[] payload) {
         ByteBuffer b = start(HELLO, HELLO_PAYLOAD_OFFSET + payload.length);
-        b.put(nonce).put(payload);
+        b.put(nonce).putShort((short) livenessPort).put(payload);
         return b.flip();
     }
 
@@ -79,9 +82,9 @@ final class Frame {
         return start(PROOF, MAC_LENGTH).put(mac).flip();
     }
 
-    static ByteBuffer accept(long connectionId, byte[] mac, byte[] payload) {
+    static ByteBuffer accept(long connectionId, byte[] mac, int livenessPort, byte[] payload) {
         ByteBuffer b = start(ACCEPT, ACCEPT_PAYLOAD_OFFSET + payload.length);
-        b.putLong(connectionId).put(mac).put(payload);
+        b.putLong(connectionId).put(mac).putShort((short) livenessPort).put(payload);
         return b.flip();
     }
 

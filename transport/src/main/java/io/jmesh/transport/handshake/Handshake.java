@@ -30,6 +30,7 @@ public abstract sealed class Handshake permits InboundHandshake, OutboundHandsha
     // Written by the agent thread before the volatile state write that publishes them.
     private byte[] peerPayload;
     private long connectionId;
+    private int peerLivenessPort;
 
     Handshake(HandshakeAgent agent, HandshakeStatus initial) {
         this.agent = agent;
@@ -60,6 +61,14 @@ public abstract sealed class Handshake permits InboundHandshake, OutboundHandsha
         return connectionId;
     }
 
+    /**
+     * The UDP port where the peer's process answers liveness pings on the address this connection reaches it at, or
+     * 0 when it has none (a relayed connection, liveness off); known once the status has been ACTION_REQUIRED.
+     */
+    public final int peerLivenessPort() {
+        return peerLivenessPort;
+    }
+
     /** Gives up unless already COMPLETE or FAILED; the agent closes the socket. Never blocks. */
     public abstract void close();
 
@@ -68,8 +77,9 @@ public abstract sealed class Handshake permits InboundHandshake, OutboundHandsha
     }
 
     /** Agent thread: the peer's payload arrived; publishes it with ACTION_REQUIRED. */
-    final boolean peerPayloadArrived(long id, byte[] payload) {
+    final boolean peerPayloadArrived(long id, int livenessPort, byte[] payload) {
         this.connectionId = id;
+        this.peerLivenessPort = livenessPort;
         this.peerPayload = payload;
         return transition(HandshakeStatus.IN_PROGRESS, HandshakeStatus.ACTION_REQUIRED);
     }

@@ -1,5 +1,6 @@
 package io.jmesh.transport.handshake;
 
+import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.transport.net.IpPrefix;
 import io.jmesh.transport.net.ListenAddress;
@@ -16,6 +17,7 @@ import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -66,6 +68,7 @@ public final class HandshakeAgent implements AutoCloseable {
     private final long timeoutNanos;
     /** Nanosecond time for deadlines: System.nanoTime, or a test's manual clock. */
     private final LongSupplier clock;
+    private final Liveness liveness;
     private final Selector selector;
     private final Thread thread;
     private final Queue<Runnable> commands = new ConcurrentLinkedQueue<>();
@@ -87,22 +90,44 @@ public final class HandshakeAgent implements AutoCloseable {
     private record Acceptor(HandshakeListener listener, ServerSocketChannel server) {
     }
 
-    private HandshakeAgent(HandshakeSettings settings, LongSupplier clock) throws IOException {
+    private HandshakeAgent(HandshakeSettings settings, LongSupplier clock, Liveness liveness) throws IOException {
         this.settings = Objects.requireNonNull(settings, "settings");
+        this.liveness = Objects.requireNonNull(liveness, "liveness");
         this.timeoutNanos = settings.timeout().toNanos();
         this.clock = Objects.requireNonNull(clock, "clock");
         this.selector = Selector.open();
         this.thread = Thread.ofPlatform().daemon().name(THREAD_NAME).unstarted(this::run);
     }
 
-    /** Starts an agent with its own thread; {@link #close()} stops it. A provider starts one and closes it last. */
+    /** Starts an agent with its own thread and liveness off; {@link #close()} stops it. */
     public static HandshakeAgent start(HandshakeSettings settings) throws IOException {
-        return start(settings, System::nanoTime);
+        return start(settings, System::nanoTime, Liveness.start(List.of(), Duration.ZERO));
+    }
+
+    /**
+     * Starts an agent and the fabric's {@link Liveness} on {@code links} (off when {@code livenessTimeout} is zero),
+     * which the agent owns and closes after itself: it tells each peer where this process answers liveness pings. A
+     * provider starts one and closes it last.
+     */
+    public static HandshakeAgent start(HandshakeSettings settings, List<IpPrefix> links, Duration livenessTimeout)
+            throws IOException {
+        Liveness liveness = Liveness.start(links, livenessTimeout);
+        try {
+            return start(settings, System::nanoTime, liveness);
+        } catch (IOException | RuntimeException e) {
+            liveness.close();
+            throw e;
+        }
     }
 
     /** Starts an agent whose deadlines follow {@code clock} (nanoseconds): tests use a manual clock. */
     static HandshakeAgent start(HandshakeSettings settings, LongSupplier clock) throws IOException {
-        HandshakeAgent agent = new HandshakeAgent(settings, clock);
+        return start(settings, clock, Liveness.start(List.of(), Duration.ZERO));
+    }
+
+    private static HandshakeAgent start(HandshakeSettings settings, LongSupplier clock, Liveness liveness)
+            throws IOException {
+        HandshakeAgent agent = new HandshakeAgent(settings, clock, liveness);
         agent.thread.start();
         return agent;
     }
@@ -290,6 +315,16 @@ public final class HandshakeAgent implements AutoCloseable {
         return true;
     }
 
+    /** The liveness port for a local address (0: none, or the address is unknown). */
+    int livenessPort(InetAddress local) {
+        return local == null ? 0 : liveness.port(local);
+    }
+
+    /** The fabric's liveness thread, where a provider registers each direct connection once it is up. */
+    public Liveness liveness() {
+        return liveness;
+    }
+
     long timeoutMillis() {
         return settings.timeout().toMillis();
     }
@@ -431,7 +466,7 @@ public final class HandshakeAgent implements AutoCloseable {
                         + "JMESH_HANDSHAKE_MAX_PENDING)";
                 warn("handshake from {} refused: {}", peer, reason);
                 countDropped(reason);
-                rejectAtOnce(channel, reason);
+                Session.rejectAtOnce(channel, reason);
                 return;
             }
             victim.evict(cap);
@@ -448,16 +483,6 @@ public final class HandshakeAgent implements AutoCloseable {
         }
         sessions.add(session);
         listener.sessions.add(session);
-    }
-
-    /** Tells a socket turned away before it had a session why (best effort: one non-blocking write), and closes it. */
-    private static void rejectAtOnce(SocketChannel channel, String reason) {
-        try {
-            channel.write(Frame.reject(reason));
-        } catch (IOException ignored) {
-            // it is gone already; nothing to tell
-        }
-        closeQuietly(channel);
     }
 
     private void register(HandshakeListener listener) {
@@ -544,6 +569,7 @@ public final class HandshakeAgent implements AutoCloseable {
         }
         sessions.clear();
         closeQuietly(selector);
+        liveness.close();
         terminated = true;
         runCommands();
     }

@@ -22,6 +22,7 @@ final class InboundSession extends Session {
     private final InetAddress remoteHost;
     private State state = State.AWAIT_HELLO;
     private byte[] payload;
+    private int peerLivenessPort;
     private InboundHandshake handshake;
 
     InboundSession(HandshakeAgent agent, HandshakeListener listener, SocketChannel channel, long deadlineNanos,
@@ -96,11 +97,12 @@ final class InboundSession extends Session {
             return;
         }
         if (body.remaining() < Frame.HELLO_PAYLOAD_OFFSET) {
-            refuse("HELLO of " + body.remaining() + " bytes is shorter than its " + Frame.NONCE_LENGTH
-                    + "-byte nonce");
+            refuse("HELLO of " + body.remaining() + " bytes is shorter than its " + Frame.HELLO_PAYLOAD_OFFSET
+                    + " bytes of nonce and liveness port");
             return;
         }
         body.get(Frame.HELLO_NONCE_OFFSET, connectorNonce);
+        peerLivenessPort = body.getShort(Frame.HELLO_PORT_OFFSET) & 0xffff;
         payload = new byte[body.remaining() - Frame.HELLO_PAYLOAD_OFFSET];
         body.get(Frame.HELLO_PAYLOAD_OFFSET, payload);
         state = State.AWAIT_PROOF;
@@ -133,7 +135,7 @@ final class InboundSession extends Session {
         state = State.AWAIT_APP;
         byte[] p = payload;
         payload = null;
-        handshake.peerPayloadArrived(agent.newConnectionId(), p);
+        handshake.peerPayloadArrived(agent.newConnectionId(), peerLivenessPort, p);
         listener.offer(handshake);
     }
 
@@ -145,7 +147,9 @@ final class InboundSession extends Session {
         state = State.AWAIT_READY;
         try {
             send(Frame.ACCEPT, Frame.accept(handshake.connectionId(),
-                    HandshakeMac.acceptProof(listener.secret(), connectorNonce, listenerNonce), payload));
+                    HandshakeMac.acceptProof(listener.secret(), connectorNonce, listenerNonce),
+                    agent.livenessPort(handshake.localAddress() == null ? null
+                            : handshake.localAddress().getAddress()), payload));
         } catch (IOException e) {
             onViolation("sending ACCEPT failed: " + e.getMessage());
         }

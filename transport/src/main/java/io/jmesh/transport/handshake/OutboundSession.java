@@ -61,7 +61,10 @@ final class OutboundSession extends Session {
         }
         key.interestOps(SelectionKey.OP_READ);
         state = State.AWAIT_CHALLENGE;
-        send(Frame.HELLO, relayed(handshake.route(), Frame.hello(nonce, payload)));
+        // no liveness on a relayed connection (the peer is no neighbour), nor on a relay's behalf
+        int livenessPort = handshake.route().isRelayed() || secret == null ? 0
+                : agent.livenessPort(handshake.route().local().prefix().address());
+        send(Frame.HELLO, relayed(handshake.route(), Frame.hello(nonce, livenessPort, payload)));
     }
 
     /**
@@ -118,7 +121,7 @@ final class OutboundSession extends Session {
         if (secret == null) {
             handshake.acceptorProofArrived(mac);
         }
-        handshake.peerPayloadArrived(connectionId, reply);
+        handshake.peerPayloadArrived(connectionId, body.getShort(Frame.ACCEPT_PORT_OFFSET) & 0xffff, reply);
     }
 
     private void onChallenge(int type, ByteBuffer body) {

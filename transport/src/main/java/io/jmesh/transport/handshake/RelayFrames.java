@@ -12,6 +12,8 @@ public final class RelayFrames {
     public static final int HEADER_BYTES = Frame.HEADER_LENGTH;
     public static final int MAX_BODY = Frame.MAX_BODY;
     public static final int NONCE_BYTES = Frame.NONCE_LENGTH;
+    /** Where a HELLO's payload starts (after the nonce and the liveness port, which a relay does not use). */
+    public static final int HELLO_PAYLOAD_OFFSET = Frame.HELLO_PAYLOAD_OFFSET;
     public static final int MAC_BYTES = Frame.MAC_LENGTH;
     public static final int HELLO = Frame.HELLO;
     public static final int PROOF = Frame.PROOF;
@@ -57,9 +59,12 @@ public final class RelayFrames {
         return Frame.challenge(nonce);
     }
 
-    /** An ACCEPT that carries the listener's proof {@code mac} (passed on, not made here) and this node's payload. */
+    /**
+     * An ACCEPT that carries the listener's proof {@code mac} (passed on, not made here) and this node's payload; no
+     * liveness port, since the connector does not watch a relayed connection.
+     */
     public static ByteBuffer accept(long connectionId, byte[] mac, byte[] payload) {
-        return Frame.accept(connectionId, mac, payload);
+        return Frame.accept(connectionId, mac, 0, payload);
     }
 
     public static ByteBuffer reject(String reason) {

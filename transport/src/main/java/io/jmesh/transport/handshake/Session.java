@@ -145,6 +145,20 @@ abstract sealed class Session permits InboundSession, OutboundSession {
         agent.sessionClosed(this);
     }
 
+    /** Tells a socket turned away before it had a session why (best effort: one non-blocking write), and closes it. */
+    static void rejectAtOnce(SocketChannel channel, String reason) {
+        try {
+            channel.write(Frame.reject(reason));
+        } catch (IOException ignored) {
+            // it is gone already; nothing to tell
+        }
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // nothing more to release
+        }
+    }
+
     static String describe(SocketAddress a) {
         return a == null ? "?" : a.toString().replaceFirst("^[^/]*/", "");
     }

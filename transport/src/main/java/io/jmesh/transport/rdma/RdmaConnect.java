@@ -178,6 +178,9 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                         RdmaSendWire wire = new RdmaSendWire(fate, ring, rails, peer.controlAddress(),
                                 peer.controlRkey(), peer.rails().getFirst().deviceIndex());
                         sender = new CoreSender(fate, wire.fifo(), ring, wire, provider::forget);
+                        provider.agent().liveness().watch(handshake.connectionId(), true,
+                                first.peer().prefix().address(), handshake.peerLivenessPort(),
+                                first.local().prefix().address(), fate);
                         handshake.confirm();
                     }
                     return null;

@@ -7,6 +7,7 @@ import io.jmesh.transport.core.ReceiveSlot;
 import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
+import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.net.LocalLink;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -114,6 +115,8 @@ public final class RdmaListener implements io.jmesh.api.Listener {
                 throw new IllegalStateException("the handshake ended before it could be accepted: " + in.failure());
             }
             pending.add(new Pending(in, receiver));
+            provider.agent().liveness().watch(in.connectionId(), false, Liveness.host(in.remoteAddress()),
+                    in.peerLivenessPort(), Liveness.host(in.localAddress()), fate);
             LOG.info("accepted a connection from {} on {} ({}{})", in.remoteAddress(), first.device(), first.prefix(),
                     n > 1 ? ", " + n + " queue pairs" : "");
         } catch (RuntimeException e) {

@@ -120,15 +120,15 @@ final class RelaySession {
             throw new IOException(problem);
         }
         int length = RelayFrames.length(header);
-        if (RelayFrames.type(header) != RelayFrames.HELLO || length <= RelayFrames.NONCE_BYTES) {
+        if (RelayFrames.type(header) != RelayFrames.HELLO || length <= RelayFrames.HELLO_PAYLOAD_OFFSET) {
             throw new IOException("expected HELLO, got " + RelayFrames.typeName(RelayFrames.type(header)) + " of "
                     + length + " bytes");
         }
         ByteBuffer body = read(length);
         byte[] nonce = new byte[RelayFrames.NONCE_BYTES];
         body.get(0, nonce);
-        byte[] payload = new byte[length - RelayFrames.NONCE_BYTES];
-        body.get(RelayFrames.NONCE_BYTES, payload);
+        byte[] payload = new byte[length - RelayFrames.HELLO_PAYLOAD_OFFSET];
+        body.get(RelayFrames.HELLO_PAYLOAD_OFFSET, payload);
         ConnectInfo from;
         try {
             from = ConnectInfo.decode(payload);

@@ -121,6 +121,9 @@ public final class TcpConnect implements Connector {
                         sender.close();
                         throw new IllegalStateException("the TCP provider is closed");
                     }
+                    provider.agent().liveness().watch(handshake.connectionId(), true,
+                            route.peer().prefix().address(), handshake.peerLivenessPort(),
+                            route.local().prefix().address(), ((TcpSendWire) sender.wire()).connection());
                     LOG.info("connected to {} over {} ({} data sockets)", route.peer().prefix(),
                             route.local().prefix(), ((TcpSendWire) sender.wire()).connection().count());
                     return sender;

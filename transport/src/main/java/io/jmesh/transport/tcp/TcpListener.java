@@ -5,6 +5,7 @@ import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
+import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.LocalLink;
 import org.apache.logging.log4j.LogManager;
@@ -87,12 +88,15 @@ public final class TcpListener implements Listener {
             } else if (s == HandshakeStatus.COMPLETE && p.ready()) {
                 it.remove();
                 SocketChannel[] sockets = p.takeSockets();
-                CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(sockets, "receiver"),
-                        provider.registry(), provider::release);
+                DataConnection connection = new DataConnection(sockets, "receiver");
+                CoreReceiver r = TcpReceiveWire.receiver(connection, provider.registry(), provider::release);
                 if (!provider.adopt(r)) {
                     r.close();
                     throw new IllegalStateException("the TCP provider is closed");
                 }
+                provider.agent().liveness().watch(p.handshake.connectionId(), false,
+                        Liveness.host(p.handshake.remoteAddress()), p.handshake.peerLivenessPort(),
+                        Liveness.host(p.handshake.localAddress()), connection);
                 LOG.info("accepted a connection from {} with {} data sockets", p.handshake.remoteAddress(),
                         sockets.length);
                 return r;

@@ -80,7 +80,8 @@ public final class TcpProvider implements Provider {
         HandshakeAgent agent;
         try {
             agent = HandshakeAgent.start(new HandshakeSettings(context.handshakeTimeout(),
-                    context.handshakeMaxPending()));
+                    context.handshakeMaxPending()), links.stream().map(LocalLink::prefix).toList(),
+                    context.livenessTimeout());
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
         }

@@ -187,7 +187,7 @@ class HandshakeProofTest {
         RawClient.Captured captured = captureOneHandshake();
         try (Socket legit = raw()) {
             byte[] nonce = RawClient.nonce();
-            RawClient.write(legit, RawClient.bytes(Frame.hello(nonce, "slow qp".getBytes())));
+            RawClient.write(legit, RawClient.bytes(Frame.hello(nonce, 0, "slow qp".getBytes())));
             byte[] challenge = RawClient.readChallenge(legit);
             for (int i = 0; i < 2 * CAP; i++) {
                 Socket s = new Socket();
@@ -281,7 +281,7 @@ class HandshakeProofTest {
                 assertEquals(Frame.HELLO, RawClient.read(s).type());
                 RawClient.write(s, RawClient.bytes(Frame.challenge(RawClient.nonce())));
                 assertEquals(Frame.PROOF, RawClient.read(s).type());
-                RawClient.write(s, RawClient.bytes(Frame.accept(7, new byte[Frame.MAC_LENGTH], "qp".getBytes())));
+                RawClient.write(s, RawClient.bytes(Frame.accept(7, new byte[Frame.MAC_LENGTH], 0, "qp".getBytes())));
                 assertEquals(HandshakeStatus.FAILED, awaitTerminalOrAction(out, PATIENCE_MS));
                 assertTrue(out.failure().contains("without proof that it knows the listener's secret"),
                         out.failure());

@@ -300,7 +300,7 @@ class HostileClientTest {
         try (Socket bad = raw()) {
             bad.getOutputStream().write(header(Frame.MAGIC, Frame.VERSION, Frame.HELLO, 3));
             bad.getOutputStream().write(new byte[3]);
-            assertTrue(readReject(bad).contains("shorter than its 16-byte nonce"));
+            assertTrue(readReject(bad).contains("shorter than its 18 bytes of nonce and liveness port"));
         }
         try (Socket bad = raw()) {
             bad.getOutputStream().write(header(Frame.MAGIC, Frame.VERSION, Frame.READY, 0));

@@ -75,7 +75,7 @@ final class RawClient {
      */
     static Captured authenticate(Socket s, byte[] secret, byte[] payload) throws IOException {
         byte[] nonce = nonce();
-        byte[] hello = bytes(Frame.hello(nonce, payload));
+        byte[] hello = bytes(Frame.hello(nonce, 0, payload));
         write(s, hello);
         byte[] challenge = readChallenge(s);
         byte[] proof = bytes(Frame.proof(HandshakeMac.proof(secret, challenge, nonce)));
