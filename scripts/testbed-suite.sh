@@ -54,6 +54,9 @@ else
         testbed_step junit-triangle testbed/junit --retry-infra -e JMESH_QPS_PER_CONNECTION=2 triangle \
             --classpath "$cp"
         testbed_step junit-twins testbed/junit --retry-infra --prefix 31 twins --classpath "$cp"
+        # the device's async events: the guest's only link set down under a connection to itself
+        testbed_step junit-single testbed/junit --retry-infra single --classpath "$cp" \
+            -- --select-class io.jmesh.transport.rdma.RdmaPortDownTest
         # meshes that are not full, every node to every other through relays: a - b - c (and its relay killed
         # mid-transfer), a ring of four, and a line of four
         testbed_step junit-line3 testbed/junit --retry-infra line:3 --classpath "$cp" \

@@ -165,6 +165,7 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                             rails[i].connect(peer.rails().get(i).qp());
                         }
                         Fate fate = new Fate();
+                        provider.watchEvents(rails, fate);
                         SendSlot[] ring = CoreSender.ring();
                         Route first = routes.getFirst();
                         if (first.isRelayed()) {

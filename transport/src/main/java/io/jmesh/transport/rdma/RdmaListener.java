@@ -103,6 +103,7 @@ public final class RdmaListener implements io.jmesh.api.Listener {
             }
             LocalLink first = links[0];
             Fate fate = new Fate();
+            provider.watchEvents(rails, fate);
             ReceiveSlot[] ring = CoreReceiver.ring();
             CoreReceiver receiver = new CoreReceiver(fate, ring, new RdmaReceiveWire(fate, ring, rails,
                     peer.controlAddress(), peer.controlRkey(),

@@ -11,6 +11,7 @@ import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.handshake.HandshakeSettings;
 import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.route.RouteService;
+import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.verbs.DeviceContext;
 import io.jmesh.transport.verbs.ProtectionDomain;
 import io.jmesh.transport.verbs.MemoryRegion;
@@ -57,6 +58,8 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     private final List<String> devices;
     private final QpOptions options;
     private final HandshakeAgent agent;
+    /** The devices' asynchronous events; stopped first on close. */
+    private final DeviceEvents events = new DeviceEvents();
     /** Route discovery, started once the provider exists and closed before the agent. */
     private RouteService routes;
     /** Relays other nodes' connections through this one; closed before the registrations and devices it uses. */
@@ -210,6 +213,13 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
         }
     }
 
+    /** Fails {@code fate} when the device reports an event that ends a connection over one of {@code rails}. */
+    void watchEvents(Endpoint[] rails, Fate fate) {
+        for (Endpoint rail : rails) {
+            events.watch(rail, fate);
+        }
+    }
+
     /** Adopts an open connection: {@link #close()} closes it first. */
     synchronized void track(AutoCloseable connection) {
         if (closed) {
@@ -234,8 +244,10 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
         if (pd == null) {
             DeviceContext ctx = DeviceContext.open(verbs, device);
             try {
+                events.add(ctx);
                 pd = new ProtectionDomain(ctx);
             } catch (RuntimeException e) {
+                events.remove(ctx);
                 ctx.close();
                 throw e;
             }
@@ -469,7 +481,9 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     }
 
     private synchronized void closeRest() {
-        List<AutoCloseable> order = new ArrayList<>(connections);
+        List<AutoCloseable> order = new ArrayList<>();
+        order.add(events);                  // first: it reads the devices the rest closes
+        order.addAll(connections);
         order.addAll(owned);
         order.addAll(registrations);
         order.add(cache);

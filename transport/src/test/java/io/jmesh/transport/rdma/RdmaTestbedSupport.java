@@ -48,9 +48,12 @@ final class RdmaTestbedSupport {
     private RdmaTestbedSupport() {
     }
 
-    /** The environment's settings with the failure tests' QP timeout and retry count. */
+    /**
+     * The environment's settings with the failure tests' QP timeout and retry count, and a 30 s handshake timeout: a
+     * handshake through two relays whose JVMs have just started took over 10 s (the default) on a loaded TCG host.
+     */
     static Context failureContext() {
-        return new Context().ibTimeout(IB_TIMEOUT).ibRetryCount(IB_RETRY);
+        return new Context().ibTimeout(IB_TIMEOUT).ibRetryCount(IB_RETRY).handshakeTimeoutMs(30_000);
     }
 
     /** One RC ACK timeout in milliseconds: 4.096 us * 2^exponent. */
