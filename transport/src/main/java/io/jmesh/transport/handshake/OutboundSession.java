@@ -82,12 +82,13 @@ final class OutboundSession extends Session {
 
     @Override
     void onFrame(int version, int type, ByteBuffer body) {
-        if (state != State.AWAIT_CHALLENGE && state != State.AWAIT_REPLY) {
-            onViolation("sent " + Frame.typeName(type) + " when nothing was expected");
+        boolean waiting = state == State.AWAIT_CHALLENGE || state == State.AWAIT_REPLY;
+        if (type == Frame.REJECT && (waiting || state == State.AWAIT_FORWARD)) { // the same layout in every version
+            failQuietly("the peer at " + peer + " rejected the handshake: " + Frame.reason(body));
             return;
         }
-        if (type == Frame.REJECT) { // REJECT's layout is the same in every version
-            failQuietly("the peer at " + peer + " rejected the handshake: " + Frame.reason(body));
+        if (!waiting) {
+            onViolation("sent " + Frame.typeName(type) + " when nothing was expected");
             return;
         }
         if (version != Frame.VERSION) {
