@@ -16,6 +16,8 @@ if [ "${1:-}" = "--guest" ]; then # inside one guest
     for i in "${!guests[@]}"; do [ "${guests[$i]}" = "$TESTBED_NAME" ] && rank=$i; done
     mkdir -p "$TESTBED_SHARED/nccl"
     log=$TESTBED_OUT/nccl-driver.log
+    # a handshake through a relay whose JVM has just started took over the default 10 s on a loaded TCG host
+    JMESH_HANDSHAKE_TIMEOUT_MS=${JMESH_HANDSHAKE_TIMEOUT_MS:-30000} \
     JMESH_PROVIDER=rdma NCCL_DEBUG=INFO JMESH_JVM_OPTS="-XX:TieredStopAtLevel=1 ${JMESH_JVM_OPTS:-}" \
         "$PLUGIN_DIR/bin/nccl-net-driver" --plugin "$PLUGIN_DIR/libnccl-net-jmesh.so" --rank "$rank" \
         --nranks "${#guests[@]}" --dir "$TESTBED_SHARED/nccl" --min 4K --max 256K --iters 16 --window 4 --group 2 \
