@@ -226,9 +226,11 @@ final class InboundSession extends Session {
 
     /** Evicted to make room for a new connection under the per-listener cap. */
     void evict(int cap) {
-        drop("evicted: the listener holds its limit of " + cap + " pending connections and this one "
+        String reason = "evicted: the listener holds its limit of " + cap + " pending connections and this one "
                 + (state == State.AWAIT_READY ? "had not confirmed our ACCEPT with READY yet (the oldest such)"
-                : "had not proven the secret yet"));
+                : "had not proven the secret yet");
+        failAndCount(reason);
+        rejectAndClose(reason); // a legit connector learns why, not only that the socket closed
     }
 
     void listenerClosed() {
@@ -239,12 +241,16 @@ final class InboundSession extends Session {
     }
 
     private void drop(String reason) {
+        failAndCount(reason);
+        close();
+    }
+
+    private void failAndCount(String reason) {
         if (handshake != null) {
             handshake.fail("handshake with " + peer + " dropped: " + reason);
         }
         agent.warn("handshake from {} dropped: {}", peer, reason);
         agent.countDropped(reason);
-        close();
     }
 
     private SocketAddress remote() {

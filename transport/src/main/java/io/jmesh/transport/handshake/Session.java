@@ -121,6 +121,21 @@ abstract sealed class Session permits InboundSession, OutboundSession {
         onSent(outType);
     }
 
+    /**
+     * Tells the peer why in one best-effort write and closes: nothing is written while a frame is half out (a REJECT
+     * in its middle would garble both), and a peer that does not read loses only the reason.
+     */
+    final void rejectAndClose(String reason) {
+        if (!closed && out == null) {
+            try {
+                channel.write(Frame.reject(reason));
+            } catch (IOException ignored) {
+                // gone already: nothing to tell
+            }
+        }
+        close();
+    }
+
     /** Stops reading (the peer has nothing more to say that we would act on). */
     final void stopReading() {
         if (key != null && key.isValid()) {

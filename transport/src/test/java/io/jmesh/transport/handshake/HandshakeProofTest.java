@@ -234,6 +234,10 @@ class HandshakeProofTest {
         fullHandshake(agent, listener, "legit".getBytes(), "reply".getBytes());
         await("the oldest idle one evicted", PATIENCE_MS, () -> idle.getFirst().poll() == HandshakeStatus.FAILED);
         assertTrue(idle.getFirst().failure().contains("had not confirmed our ACCEPT"), idle.getFirst().failure());
+        RawClient.In told = RawClient.read(held.getFirst()); // the evicted connector is told why
+        assertEquals(Frame.REJECT, told.type());
+        String why = Frame.reason(ByteBuffer.wrap(told.body()));
+        assertTrue(why.startsWith("evicted: the listener holds its limit of " + CAP), why);
         for (InboundHandshake in : idle.subList(1, CAP)) {
             assertEquals(HandshakeStatus.IN_PROGRESS, in.poll(), "only the oldest is evicted");
         }
