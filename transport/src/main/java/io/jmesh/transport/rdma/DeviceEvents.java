@@ -40,7 +40,6 @@ final class DeviceEvents implements AutoCloseable {
     private final Map<Long, Watched> byCq = new ConcurrentHashMap<>();
     private final Thread thread = Thread.ofPlatform().daemon().name(THREAD_NAME).unstarted(this::run);
     private volatile boolean running = true;
-    private volatile long eventsRead;
 
     /** Starts reading a device's events; called once per opened device, before anything is made from it. */
     synchronized void add(DeviceContext device) {
@@ -67,11 +66,6 @@ final class DeviceEvents implements AutoCloseable {
         Watched w = new Watched(fate, rail.device.name(), rail.port);
         byQp.put(rail.qp.handle().address(), w);
         byCq.put(rail.cq.handle().address(), w);
-    }
-
-    /** Events read since start (for tests). */
-    long eventsRead() {
-        return eventsRead;
     }
 
     /** Stops the thread (within one poll interval); the devices stay open for their owner to close. */
@@ -133,7 +127,6 @@ final class DeviceEvents implements AutoCloseable {
         int errno = Errno.EAGAIN;
         while (running && (errno = AsyncEvents.next(device.handle(), event)) == 0) {
             try {
-                eventsRead++;
                 handle(device, event);
             } finally {
                 AsyncEvents.ack(event);

@@ -165,7 +165,6 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                             rails[i].connect(peer.rails().get(i).qp());
                         }
                         Fate fate = new Fate();
-                        provider.watchEvents(rails, fate);
                         SendSlot[] ring = CoreSender.ring();
                         Route first = routes.getFirst();
                         if (first.isRelayed()) {
@@ -173,12 +172,14 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                                     first.via().endpoint().getAddress().getHostAddress(), peer.controlAddress(),
                                     peer.controlRkey());
                             sender = new CoreSender(fate, relayed.fifo(), ring, relayed, provider::forget);
+                            provider.watchEvents(rails, fate); // once the sender exists: its close ends the watch
                             handshake.confirm();
                             return null;
                         }
                         RdmaSendWire wire = new RdmaSendWire(fate, ring, rails, peer.controlAddress(),
                                 peer.controlRkey(), peer.rails().getFirst().deviceIndex());
                         sender = new CoreSender(fate, wire.fifo(), ring, wire, provider::forget);
+                        provider.watchEvents(rails, fate);
                         provider.agent().liveness().watch(handshake.connectionId(), true,
                                 first.peer().prefix().address(), handshake.peerLivenessPort(),
                                 first.local().prefix().address(), fate);

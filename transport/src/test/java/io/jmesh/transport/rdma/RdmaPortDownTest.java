@@ -30,8 +30,8 @@ import org.junit.jupiter.api.Test;
  */
 @Tag("rdma")
 class RdmaPortDownTest {
-    /** Far below the QP retries (≈ 30 s with the defaults): only the event can fail the connection this soon. */
-    private static final long EVENT_BOUND_MS = 15_000;
+    /** A hang guard only: the error text, not the time, proves the port event failed the connection. */
+    private static final long EVENT_BOUND_MS = RdmaTestbedSupport.STEP.toMillis();
 
     @Test
     void aPortThatGoesDownFailsTheConnectionsOverItAtOnceNamingThePort() throws Exception {

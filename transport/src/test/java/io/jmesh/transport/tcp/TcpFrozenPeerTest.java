@@ -94,8 +94,6 @@ class TcpFrozenPeerTest {
                     assertTrue(error.startsWith("the peer stopped answering: no sign of life from the process at "
                             + "127.0.78.2"), error);
                 }
-                // the last sign of life came at most one ping interval before the stop
-                assertTrue(ms >= LIVENESS_MS - LIVENESS_MS / 6 - 50, "failed " + ms + " ms after the stop");
             } finally {
                 signal("CONT", child);
                 child.getOutputStream().close();
