@@ -21,3 +21,5 @@ if command -v strip >/dev/null 2>&1; then
 fi
 echo jre > "$PLUGIN_DIR/java-home" # relative to the library: the layout may be copied anywhere
 echo "runtime: $PLUGIN_DIR/jre ($(du -sh "$PLUGIN_DIR/jre" | cut -f1)); layout $(du -sh "$PLUGIN_DIR" | cut -f1)"
+# a new runtime needs its own AOT cache: the old one fits only the runtime that wrote it
+"$ROOT/scripts/nccl-aot.sh" "$PLUGIN_DIR"

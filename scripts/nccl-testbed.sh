@@ -17,13 +17,14 @@ if [ "${1:-}" = "--guest" ]; then # inside one guest
     mkdir -p "$TESTBED_SHARED/nccl"
     log=$TESTBED_OUT/nccl-driver.log
     # a handshake through a relay whose JVM has just started took over the default 10 s on a loaded TCG host
-    JMESH_HANDSHAKE_TIMEOUT_MS=${JMESH_HANDSHAKE_TIMEOUT_MS:-30000} \
+    # JAVA_HOME unset: the library starts the layout's own runtime with its AOT cache, as on a GPU node without Java
+    env -u JAVA_HOME JMESH_HANDSHAKE_TIMEOUT_MS=${JMESH_HANDSHAKE_TIMEOUT_MS:-30000} \
     JMESH_PROVIDER=rdma NCCL_DEBUG=INFO JMESH_JVM_OPTS="-XX:TieredStopAtLevel=1 ${JMESH_JVM_OPTS:-}" \
         "$PLUGIN_DIR/bin/nccl-net-driver" --plugin "$PLUGIN_DIR/libnccl-net-jmesh.so" --rank "$rank" \
         --nranks "${#guests[@]}" --dir "$TESTBED_SHARED/nccl" --min 4K --max 256K --iters 16 --window 4 --group 2 \
         --log-level 3 --timeout 240 > "$log" 2>&1
     rc=$?
-    grep -E 'driver: rank|FAIL|overriding|through a relay node' "$log"
+    grep -E 'driver: rank|FAIL|overriding|through a relay node|AOT cache' "$log"
     if [ $rc -eq 0 ] && [ "$TESTBED_TOPOLOGY" = triangle ] && ! grep -q "cannot reach the peer" "$log"; then
         echo "nccl-testbed: $TESTBED_NAME: no connect was overridden by the mesh in triangle"
         rc=1

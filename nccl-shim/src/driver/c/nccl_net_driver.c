@@ -38,10 +38,12 @@
 static struct {
     const char* plugin;
     const char* dir;
-    int rank, nranks, api, dev, group, window, iters, logLevel, reload;
+    int rank, nranks, api, dev, group, window, iters, logLevel, reload, destroyJvm;
     size_t minSize, maxSize;
     double timeout;
-} opt = {NULL, NULL, -1, 0, 0, -1, 2, 8, 64, NCCL_LOG_WARN, 0, 4096, 1 << 20, 60.0};
+} opt = {NULL, NULL, -1, 0, 0, -1, 2, 8, 64, NCCL_LOG_WARN, 0, 0, 4096, 1 << 20, 60.0};
+
+static double g_start; /* before init: the first listen reports the time from here */
 
 static void die(const char* fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char* fmt, ...) {
@@ -284,6 +286,7 @@ static void connect_all(void) {
         char handle[NCCL_NET_HANDLE_MAXSIZE] = {0};
         n_listen(dev, handle, &p->listenComm);
         if (p->listenComm == NULL) die("listen returned a NULL listenComm");
+        if (npeers == 1) printf("driver: rank %d: init to first listen took %.3f s\n", opt.rank, now() - g_start);
         char name[64];
         snprintf(name, sizeof name, "handle-%d-%d", opt.rank, r);
         write_file(name, handle, sizeof handle);
@@ -498,6 +501,23 @@ static size_t parse_size(const char* s) {
     return (size_t)v;
 }
 
+/*
+ * DestroyJavaVM on the JVM in this process, found through the symbols libjvm exported when the plugin opened it
+ * (RTLD_GLOBAL): the driver itself never links Java. Waits for the JVM's non-daemon threads, as its exit would.
+ */
+static void destroy_jvm(void) {
+    typedef int (*created_fn)(void**, int, int*);
+    created_fn created = (created_fn)dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs");
+    void* vm = NULL;
+    int count = 0;
+    if (created == NULL || created(&vm, 1, &count) != 0 || count < 1) die("--destroy-jvm: no JVM in this process");
+    /* JavaVM is a pointer to its function table; DestroyJavaVM is entry 3 (jni.h: reserved0..2 before it) */
+    int (*destroy)(void*) = (int (*)(void*))((void**)*(void**)vm)[3];
+    int rc = destroy(vm);
+    if (rc != 0) die("--destroy-jvm: DestroyJavaVM returned %d", rc);
+    printf("driver: rank %d: destroyed the plugin's JVM\n", opt.rank);
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: nccl-net-driver --plugin PATH --rank R --nranks N --dir DIR [options]\n"
@@ -509,7 +529,9 @@ static void usage(void) {
             "  --group G      buffers per grouped receive (default 2, max 8)\n"
             "  --timeout S    deadline for every wait (default 60)\n"
             "  --log-level L  print plugin log lines up to NCCL level L (2 WARN, 3 INFO, 5 TRACE; default 2)\n"
-            "  --reload       after closing, dlclose and load the plugin again and re-init it\n");
+            "  --reload       after closing, dlclose and load the plugin again and re-init it\n"
+            "  --destroy-jvm  at the end, destroy the JVM the plugin started (so that options such as\n"
+            "                 -XX:AOTMode=record in JMESH_JVM_OPTS write their output, as at a JVM's exit)\n");
     exit(2);
 }
 
@@ -536,6 +558,7 @@ int main(int argc, char** argv) {
         else if (ARG("--timeout")) opt.timeout = atof(v);
         else if (ARG("--log-level")) opt.logLevel = atoi(v);
         else if (strcmp(a, "--reload") == 0) opt.reload = 1;
+        else if (strcmp(a, "--destroy-jvm") == 0) opt.destroyJvm = 1;
         else usage();
     }
     if (!opt.plugin || !opt.dir || opt.rank < 0 || opt.nranks < 2 || opt.nranks > MAX_PEERS + 1 ||
@@ -546,7 +569,7 @@ int main(int argc, char** argv) {
 
     const char* name = load();
     printf("driver: rank %d: plugin %s: \"%s\" through ncclNetPlugin_v%d\n", opt.rank, opt.plugin, name, g_ver);
-    double t = now();
+    double t = g_start = now();
     n_init();
     int ndev = n_devices();
     printf("driver: rank %d: init took %.3f s, %d device(s)\n", opt.rank, now() - t, ndev);
@@ -593,6 +616,7 @@ int main(int argc, char** argv) {
         dlclose(g_lib);
         printf("driver: rank %d: reloaded (dlclose, dlopen, init, devices=%d, finalize) ok\n", opt.rank, again);
     }
+    if (opt.destroyJvm) destroy_jvm();
     printf("driver: rank %d: PASS\n", opt.rank);
     return 0;
 }

@@ -42,6 +42,7 @@ static struct { /* the start in progress (under g_lock) */
     jm_boot_t* boot;
     char libdir[PATH_BYTES];
     char classPath[PATH_BYTES];
+    int ownRuntime; /* the JVM comes from the runtime the layout records (java-home), the one its AOT cache fits */
     char* why; /* why it failed, for NCCL's log */
     size_t whyLen;
     int rc;
@@ -107,6 +108,11 @@ static void* open_libjvm(void) {
         const char* wrong = unusable(homes[i], lib, sizeof lib);
         void* h = wrong ? NULL : dlopen(lib, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
         if (h != NULL) {
+            char* a = realpath(homes[i], NULL);
+            char* b = realpath(recorded, NULL);
+            s.ownRuntime = a != NULL && b != NULL && strcmp(a, b) == 0;
+            free(a);
+            free(b);
             s.why[0] = '\0';
             INFO("jmesh: JVM library %s (from %s)", lib, labels[i]);
             return h;
@@ -179,6 +185,32 @@ static void* create_thread_main(void* args) {
     return NULL;
 }
 
+/*
+ * The layout's AOT cache (lib/jmesh.aot, built by scripts/nccl-aot.sh for the layout's runtime): the classes of
+ * jmesh, Log4j and the JDK parsed, linked and profiled by a training run, so the JVM starts in about half the time.
+ * Used only with the runtime it was built for and when the user's options choose no AOT mode of their own. The JVM's
+ * own messages about a cache that no longer fits are silenced: the Java side tells whether it was used, and how to
+ * rebuild it when not.
+ */
+static int aot_options(const char* user, JavaVMOption* opts) {
+    static char cacheOption[PATH_BYTES + 32], cacheProperty[PATH_BYTES + 32];
+    char cache[PATH_BYTES + 16];
+    snprintf(cache, sizeof cache, "%s/lib/jmesh.aot", s.libdir);
+    if (!s.ownRuntime || strstr(user, "-XX:AOT") != NULL || access(cache, R_OK) != 0) {
+        INFO("jmesh: no AOT cache: %s", strstr(user, "-XX:AOT") ? "JMESH_JVM_OPTS sets an AOT option" :
+             !s.ownRuntime ? "the JVM is not the layout's runtime (JMESH_JAVA_HOME or JAVA_HOME chose another)" :
+             "lib/jmesh.aot is missing (scripts/nccl-aot.sh builds it)");
+        return 0;
+    }
+    snprintf(cacheOption, sizeof cacheOption, "-XX:AOTCache=%s", cache);
+    snprintf(cacheProperty, sizeof cacheProperty, "-Djmesh.nccl.aot=%s", cache);
+    opts[0].optionString = cacheOption;
+    opts[1].optionString = cacheProperty;
+    opts[2].optionString = "-Xlog:aot*=off";
+    opts[3].optionString = "-Xlog:class+path=off";
+    return 4;
+}
+
 /* Creates the JVM, with the defaults of docs/nccl.md and then JMESH_JVM_OPTS split on blanks, and bootstraps it. */
 static int create_vm(void) {
     static char cpOption[PATH_BYTES + 32], homeOption[PATH_BYTES + 32], user[8192];
@@ -192,6 +224,7 @@ static int create_vm(void) {
     for (; n < (int)(sizeof defaults / sizeof defaults[0]); n++) {
         opts[n].optionString = defaults[n];
     }
+    n += aot_options(user, opts + n);
     char* save = NULL;
     for (char* t = strtok_r(user, " \t\n", &save); t && n < MAX_OPTS; t = strtok_r(NULL, " \t\n", &save)) {
         opts[n++].optionString = t;

@@ -1,6 +1,8 @@
 package io.jmesh.nccl;
 
 import io.jmesh.api.Context;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -51,6 +53,7 @@ public final class NcclBootstrap {
             }
             System.setProperty("log4j2.shutdownHookEnabled", "false");
             appender = NcclLogAppender.install(boot.get(JAVA_LONG, ShimAbi.BOOT_LOG_OFFSET));
+            reportAotCache();
             boot.set(JAVA_LONG, ShimAbi.BOOT_RELEASE_OFFSET, RELEASE.address());
             NcclPlugin p = new NcclPlugin(new Context());
             Arena arena = Arena.ofShared();
@@ -107,6 +110,28 @@ public final class NcclBootstrap {
     }
 
     /** The upcall for {@link #release()}, in an automatic arena: freed with this class, never while C may call it. */
+    /**
+     * Says whether the AOT cache the library asked for (property jmesh.nccl.aot) was used: a JVM that maps a cache
+     * reports "sharing" in java.vm.info; one whose cache does not fit (a jar or the runtime changed after it was
+     * built, or the layout was copied without its file times) runs without any, and says nothing since the library
+     * silences it.
+     */
+    private static void reportAotCache() {
+        String cache = System.getProperty("jmesh.nccl.aot");
+        if (cache == null) {
+            return;
+        }
+        Logger log = LogManager.getLogger(NcclBootstrap.class);  // not a static field: Log4j starts after the property
+        if (System.getProperty("java.vm.info", "").contains("sharing")) {
+            log.info(NcclLogAppender.INIT, "AOT cache {} in use", cache);
+        } else {
+            log.warn(NcclLogAppender.INIT, "the AOT cache {} does not fit this layout (a jar or the Java runtime "
+                    + "changed after it was built, or the files were copied without their times), so the JVM started "
+                    + "without it and slower; rebuild it: scripts/nccl-aot.sh {}", cache,
+                    System.getProperty("jmesh.nccl.home"));
+        }
+    }
+
     private static MemorySegment releaseStub() {
         try {
             MethodHandle release = MethodHandles.lookup().findStatic(NcclBootstrap.class, "release",

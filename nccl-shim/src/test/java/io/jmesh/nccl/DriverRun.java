@@ -26,10 +26,17 @@ final class DriverRun {
     /** Runs ranks 0..n-1 with {@code args} each, in {@code dir}, with extra environment; waits up to seconds. */
     static List<Rank> run(Path dir, int n, Map<String, String> env, long seconds, String... args)
             throws IOException, InterruptedException {
+        return run(PLUGIN_DIR, dir, n, env, seconds, args);
+    }
+
+    /** {@link #run(Path, int, Map, long, String...)} with the install layout at {@code pluginDir}. */
+    static List<Rank> run(Path pluginDir, Path dir, int n, Map<String, String> env, long seconds, String... args)
+            throws IOException, InterruptedException {
         List<Process> procs = new ArrayList<>();
         List<Path> logs = new ArrayList<>();
         for (int r = 0; r < n; r++) {
-            List<String> cmd = new ArrayList<>(List.of(DRIVER.toString(), "--plugin", LIBRARY.toString(), "--rank",
+            List<String> cmd = new ArrayList<>(List.of(pluginDir.resolve("bin/nccl-net-driver").toString(), "--plugin",
+                    pluginDir.resolve("libnccl-net-jmesh.so").toString(), "--rank",
                     Integer.toString(r), "--nranks", Integer.toString(n), "--dir", dir.toString()));
             cmd.addAll(List.of(args));
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
