@@ -64,21 +64,32 @@ public final class NcclPlugin {
 
     // ---- init, devices, finalize --------------------------------------------------------------------------------
 
+    /** Opens a fabric with {@code ctx} and finds its devices (the fabric is closed again on failure). */
+    private Fabric openFabric(Context ctx) {
+        Fabric f = Fabric.open(ctx);
+        try {
+            devices = NcclDevice.of(f.provider(), f.links(), ctx.gidIndex());
+            if (devices.isEmpty()) {
+                throw new IllegalStateException("the " + f.provider() + " provider has no usable link");
+            }
+        } catch (RuntimeException e) {
+            f.close();
+            throw e;
+        }
+        return f;
+    }
+
     /** NCCL's init: opens the fabric on the first call; writes a context id to {@code ctxOut} (if not 0). */
     public synchronized int init(long ctxOut, long commId, int trafficClass, int apiVersion) {
         try {
             if (fabric == null) {
-                Fabric f = Fabric.open(context);
-                try {
-                    devices = NcclDevice.of(f.provider(), f.links(), context.gidIndex());
-                    if (devices.isEmpty()) {
-                        throw new IllegalStateException("the " + f.provider() + " provider has no usable link");
-                    }
-                } catch (RuntimeException e) {
-                    f.close();
-                    throw e;
+                fabric = openFabric(context);
+                if (context.eagerThreshold() > 0 && gpuCapable()) { // the CPU cannot copy into GPU receives
+                    LOG.info(NcclLogAppender.INIT, "jmesh: GPU memory can be registered: JMESH_EAGER_THRESHOLD=0");
+                    fabric.close();
+                    fabric = null;
+                    fabric = openFabric(context.eagerThreshold(0));
                 }
-                fabric = f;
                 deviceNames = new MemorySegment[devices.size()];
                 devicePciPaths = new MemorySegment[devices.size()];
                 for (int i = 0; i < devices.size(); i++) {
@@ -87,7 +98,7 @@ public final class NcclPlugin {
                     devicePciPaths[i] = d.pciPath() == null ? MemorySegment.NULL : strings.allocateFrom(d.pciPath());
                 }
                 LOG.info(NcclLogAppender.INIT, "jmesh NCCL plugin v{} API: {} provider, {} device(s): {}", apiVersion,
-                        f.provider(), devices.size(), devices);
+                        fabric.provider(), devices.size(), devices);
             }
             contexts++;
             long ctx = nextContext++;
@@ -308,13 +319,7 @@ public final class NcclPlugin {
 
     /** Whether any device advertises GPU memory (dma-buf) in its properties. */
     private boolean gpuCapable() {
-        Fabric f = fabricOrFail();
-        for (NcclDevice d : devices) {
-            if (gpuCapable(d)) {
-                return true;
-            }
-        }
-        return false;
+        return devices.stream().anyMatch(this::gpuCapable);
     }
 
     private Fabric fabricOrFail() {

@@ -52,6 +52,7 @@ public final class Context {
     private long livenessTimeoutMs = 30_000;
     private int relayChunkKib = 512;
     private int relayChunks = 8;
+    private int eagerThreshold = 4096;
     private List<StaticRoute> routes = List.of();
 
     /** Where each value that is not the default came from: "JMESH_IB_TIMEOUT='40'", "Context.ibTimeout(40)". */
@@ -133,6 +134,7 @@ public final class Context {
             case LIVENESS_TIMEOUT_MS -> livenessTimeoutMs = v;
             case RELAY_CHUNK_KIB -> relayChunkKib = (int) v;
             case RELAY_CHUNKS -> relayChunks = (int) v;
+            case EAGER_THRESHOLD -> eagerThreshold = (int) v;
             default -> throw new IllegalArgumentException(s + " is not numeric");
         }
     }
@@ -212,6 +214,7 @@ public final class Context {
             case LIVENESS_TIMEOUT_MS -> livenessTimeoutMs;
             case RELAY_CHUNK_KIB -> relayChunkKib;
             case RELAY_CHUNKS -> relayChunks;
+            case EAGER_THRESHOLD -> eagerThreshold;
             default -> throw new IllegalArgumentException(s + " is not numeric");
         };
     }
@@ -448,6 +451,16 @@ public final class Context {
     public Context relayChunkKib(int kib) {
         relayChunkKib = kib;
         return set(Setting.RELAY_CHUNK_KIB, "relayChunkKib(" + kib + ")");
+    }
+
+    /** The largest message a verbs connection sends eagerly ({@link Setting#EAGER_THRESHOLD}); 0: none. */
+    public int eagerThreshold() {
+        return eagerThreshold;
+    }
+
+    public Context eagerThreshold(int bytes) {
+        eagerThreshold = bytes;
+        return set(Setting.EAGER_THRESHOLD, "eagerThreshold(" + bytes + ")");
     }
 
     /** Chunks in flight per relayed verbs connection on a relay node. */

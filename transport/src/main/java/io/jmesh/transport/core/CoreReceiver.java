@@ -4,6 +4,7 @@ import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 
+import java.lang.foreign.MemorySegment;
 import java.util.function.Consumer;
 
 /**
@@ -13,6 +14,13 @@ import java.util.function.Consumer;
  * every buffer has its message, with the real sizes. Flushes take ids from {@link #FLUSH_BASE}. Receives posted with
  * {@link #MORE} are held and announced together: with the next receive without the flag, or at the latest with the
  * next {@code test}, {@code iflush}, {@code poll} or an {@code irecv} that answers {@link Status#NOT_READY}.
+ *
+ * <p>Small messages may come eagerly ({@link Eager}), as records in a ring the wire announced at connect time, before
+ * or after their receive is posted. The receives cover the sender's stream positions in order (one per buffer);
+ * every call that makes progress consumes the records whose receive is posted, in order: the record names its
+ * buffer, or this end gives it the first free buffer with its tag (the rule the sender replays), copies the payload
+ * and hands the ring's slots back in batches. A record larger than its buffer fills the buffer and makes the receive
+ * report {@link Status#TRUNCATED}, with the message's real size.
  *
  * <p>One thread at a time calls it. Nothing here allocates, locks or throws in normal flow; once {@link #close} ran
  * every call answers {@link Status#CLOSED}.
@@ -30,12 +38,21 @@ public final class CoreReceiver implements Receiver {
     private long head;
     /** Receives posted with MORE whose announcement waits. */
     private boolean held;
+    /** Stream positions the posted receives cover (one per buffer). */
+    private long positions;
+    private final MemorySegment eagerRing;
+    /** Eager records consumed, the count last handed back, the request the next one's position falls in. */
+    private long consumed;
+    private long credited;
+    private long eagerRequest = 1;
+    private long lastPosition = -1;
 
     public CoreReceiver(Fate fate, ReceiveSlot[] ring, ReceiveWire wire, Consumer<AutoCloseable> onClose) {
         this.fate = fate;
         this.slots = ring;
         this.wire = wire;
         this.onClose = onClose;
+        this.eagerRing = wire.eagerRing();
     }
 
     /** A new, empty receive ring for a wire and its core. */
@@ -69,7 +86,7 @@ public final class CoreReceiver implements Receiver {
             if (release() != 0) {
                 return Status.FAILED;
             }
-            wire.progress();
+            progress();
             return fate.failed() ? Status.FAILED : Status.NOT_READY;
         }
         for (int i = 0; i < n; i++) {
@@ -81,9 +98,13 @@ public final class CoreReceiver implements Receiver {
         }
         slot.nreqs = n;
         slot.seq = head + 1;
+        slot.first = positions;
+        slot.filled = 0;
+        slot.truncated = false;
         slot.done = false;
         slot.busy = true;
         head++;
+        positions += n;
         boolean hold = (flags & MORE) != 0;
         if (wire.post(slot, hold) != 0) {
             return Status.FAILED;
@@ -143,7 +164,7 @@ public final class CoreReceiver implements Receiver {
         }
         Op op = flushes.next();
         if (op == null) {
-            wire.progress();
+            progress();
             return fate.failed() ? Status.FAILED : Status.NOT_READY;
         }
         int started = wire.flush(op, n, registrations, offsets, sizes);
@@ -176,11 +197,13 @@ public final class CoreReceiver implements Receiver {
             return Status.BAD_ARGUMENT;
         }
         ReceiveSlot slot = slots[request];
+        // before the wire's word that the large messages landed counts: the records before them are in place too
+        consumeEager();
         if (!slot.done) {
             if (fate.failed()) {
                 return Status.FAILED;
             }
-            wire.progress();
+            progress();
             if (!slot.done) {
                 return fate.failed() ? Status.FAILED : 0;
             }
@@ -189,7 +212,100 @@ public final class CoreReceiver implements Receiver {
         for (int i = 0; i < slot.nreqs; i++) {
             slot.registration[i] = null;
         }
-        return 1;
+        return slot.truncated ? Status.TRUNCATED : 1;
+    }
+
+    /** The wire's progress, then the eager records it may have made consumable. */
+    private void progress() {
+        wire.progress();
+        consumeEager();
+    }
+
+    /**
+     * Consumes, in order, the eager records whose receive is posted: each fills its buffer. A record waits in the ring
+     * while its receive is not posted (the sender runs out of slots and waits too). Whatever does not fit the
+     * protocol fails the connection: the records came from the network.
+     */
+    private void consumeEager() {
+        if (eagerRing == null || fate.state() != 0) {
+            return;
+        }
+        while (true) {
+            long seq = consumed + 1;
+            long at = Eager.slot(seq);
+            if (!Eager.arrived(eagerRing, at, seq)) {
+                break;
+            }
+            long p = Eager.position(eagerRing, at);
+            if (p >= positions) {
+                break;                             // its receive is not posted yet
+            }
+            if (p <= lastPosition) {
+                fate.fail("eager record " + seq + " names stream position " + p + " after " + lastPosition
+                        + ": the sender broke the protocol (run the same jmesh version on both nodes)");
+                return;
+            }
+            while (eagerRequest < head && past(slots[(int) ((eagerRequest - 1) & (Cts.MAX_REQUESTS - 1))], p)) {
+                eagerRequest++;
+            }
+            ReceiveSlot slot = slots[(int) ((eagerRequest - 1) & (Cts.MAX_REQUESTS - 1))];
+            if (slot.seq != eagerRequest || !slot.busy || p < slot.first || p >= slot.first + slot.nreqs) {
+                fate.fail("eager record " + seq + " for stream position " + p + " falls in no posted receive: the "
+                        + "sender broke the protocol (run the same jmesh version on both nodes)");
+                return;
+            }
+            if (!deliver(slot, at, p)) {
+                return;
+            }
+            lastPosition = p;
+            consumed = seq;
+        }
+        if (consumed - credited >= Eager.CREDIT_BATCH) {
+            credited = consumed;
+            wire.eagerConsumed(consumed);
+        }
+    }
+
+    /** Whether request eagerRequest lies before position p (or its slot was reused: it is long done). */
+    private boolean past(ReceiveSlot slot, long p) {
+        return slot.seq != eagerRequest || p >= slot.first + slot.nreqs;
+    }
+
+    /** Copies one record into its buffer of {@code slot}; false once the connection failed. */
+    private boolean deliver(ReceiveSlot slot, long at, long p) {
+        int tag = Eager.tag(eagerRing, at);
+        int length = Eager.length(eagerRing, at);
+        int named = Eager.buffer(eagerRing, at);
+        int i = -1;
+        if (named < 0) {
+            for (int b = 0; b < slot.nreqs && i < 0; b++) {
+                if ((slot.filled & (1 << b)) == 0 && slot.tag[b] == tag) {
+                    i = b;
+                }
+            }
+        } else if (named < slot.nreqs && (slot.filled & (1 << named)) == 0 && slot.tag[named] == tag) {
+            i = named;
+        }
+        if (i < 0) {
+            fate.fail("a message with tag " + tag + " (stream position " + p + ") arrived for receive #" + slot.seq
+                    + ", which has no free buffer with that tag: send with the tags the receiver posts, in its order");
+            return false;
+        }
+        Registration r = slot.registration[i];
+        if (!wire.hostMemory(r)) {
+            fate.fail("a small message arrived eagerly for a receive into GPU memory, which the CPU cannot copy "
+                    + "into: set JMESH_EAGER_THRESHOLD=0 on the sending node");
+            return false;
+        }
+        long fits = Math.min(length, slot.maxSize[i]);
+        MemorySegment.copy(eagerRing, Eager.payload(at), r.memory(), slot.offset[i], fits);
+        slot.received[i] = length;
+        slot.truncated |= length > slot.maxSize[i];
+        slot.filled |= 1 << i;
+        if (slot.filled == (1 << slot.nreqs) - 1) {
+            slot.complete();
+        }
+        return true;
     }
 
     /**
@@ -214,7 +330,7 @@ public final class CoreReceiver implements Receiver {
     public void poll() {
         if (!fate.closed()) {
             release();
-            wire.progress();
+            progress();
         }
     }
 

@@ -18,6 +18,12 @@ public final class ReceiveSlot {
     public int nreqs;
     /** Request sequence number (1, 2, ...): what the peer's clear-to-send and data name. */
     public long seq;
+    /** Stream position of the message for buffer 0: the sends of a connection are numbered from 0 in order. */
+    long first;
+    /** Buffers an eager record filled. */
+    int filled;
+    /** An eager message was larger than its buffer: test reports TRUNCATED. */
+    boolean truncated;
     boolean busy;
     boolean done;
 

@@ -21,4 +21,22 @@ public interface ReceiveWire extends Wire {
      *         io.jmesh.api.Status#NOT_READY}, {@link io.jmesh.api.Status#FAILED}
      */
     int flush(Op op, int n, io.jmesh.api.Registration[] registrations, long[] offsets, long[] sizes);
+
+    /** The ring the peer writes eager records into ({@link Eager}), or null when it sends none. */
+    default java.lang.foreign.MemorySegment eagerRing() {
+        return null;
+    }
+
+    /**
+     * Records 1..{@code consumed} of the eager ring were consumed: the wire hands their slots back to the sender (in
+     * batches, see {@link Eager#CREDIT_BATCH}). 0 or {@link io.jmesh.api.Status#FAILED}.
+     */
+    default int eagerConsumed(long consumed) {
+        return 0;
+    }
+
+    /** Whether the CPU may copy an eager message into this registration's memory (not GPU memory). */
+    default boolean hostMemory(io.jmesh.api.Registration registration) {
+        return true;
+    }
 }

@@ -21,6 +21,8 @@ public final class SendSlot {
     /** Request sequence number (1, 2, ...) of the grouped receive this slot matches. */
     public long seq;
     int matched;
+    /** Buffers whose message went eagerly ({@link Eager}): matched, with no data for the wire to post. */
+    int eager;
     /** Buffers whose length belongs to this slot's latest use: what size() may answer for. */
     int sized;
     int reported;
@@ -29,6 +31,11 @@ public final class SendSlot {
 
     SendSlot(int index) {
         this.index = index;
+    }
+
+    /** Whether buffer i's message went eagerly: the wire posts no data for it (its length is in the slot). */
+    public boolean eager(int i) {
+        return (eager & (1 << i)) != 0;
     }
 
     /** True once every buffer of the grouped receive has its send. */
@@ -53,6 +60,7 @@ public final class SendSlot {
     void reset() {
         full = false;
         matched = 0;
+        eager = 0;
         reported = 0;
         done = 0;
         for (int i = 0; i < Cts.MAX_RECVS; i++) {

@@ -18,4 +18,26 @@ public interface SendWire extends Wire {
      *         io.jmesh.api.Status#FAILED}
      */
     int start(Op op);
+
+    /**
+     * Whether this wire sends a message of {@code length} bytes from {@code registration}'s memory eagerly ({@link
+     * Eager}): never when the peer announced no ring, the eager path is off, the CPU cannot read that memory (GPU
+     * memory), or the message is larger than the threshold.
+     */
+    default boolean sendsEagerly(io.jmesh.api.Registration registration, long length) {
+        return false;
+    }
+
+    /**
+     * Writes one eager record into the peer's ring: the message at stream {@code position}, for buffer {@code
+     * buffer} of its grouped receive (-1: the receiver picks it by tag). The bytes are copied before this returns, so
+     * the send is complete.
+     *
+     * @return 0, or {@link io.jmesh.api.Status#NOT_READY} (no free slot in the peer's ring or no room in the send
+     *         queue now: nothing was written), {@link io.jmesh.api.Status#FAILED}
+     */
+    default int eager(long position, int tag, io.jmesh.api.Registration registration, long offset, int length,
+                      int buffer) {
+        return io.jmesh.api.Status.FAILED;
+    }
 }

@@ -10,6 +10,7 @@ import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.NoRouteException;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
+import io.jmesh.transport.verbs.QpEndpoint;
 import io.jmesh.verbs.VerbsException;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -64,10 +65,12 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
             List<ConnectInfo.Rail> info = new ArrayList<>();
             for (int i = 0; i < rails.length; i++) {
                 Route r = used.get(i / qps);
-                rails[i] = provider.endpoint(r.local(), i == 0 ? RdmaSendWire.CONTROL_BYTES : 4096);
+                rails[i] = provider.endpoint(r.local(), i > 0 ? 4096 : provider.eagerThreshold() > 0
+                        ? RdmaSendWire.EAGER_CONTROL_BYTES : RdmaSendWire.CONTROL_BYTES);
                 info.add(new ConnectInfo.Rail(rails[i].local(), rails[i].deviceIndex, r.peer().prefix().address()));
             }
-            byte[] payload = new ConnectInfo(info, rails[0].control.address(), rails[0].controlMr.rkey()).encode();
+            ConnectInfo mine = new ConnectInfo(info, rails[0].control.address(), rails[0].controlMr.rkey());
+            byte[] payload = (provider.eagerThreshold() > 0 ? mine.withEager() : mine).encode();
             this.handshake = provider.agent().connect(peer, first, payload);
         } catch (RuntimeException e) {
             closeCreated();
@@ -177,7 +180,10 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                             return null;
                         }
                         RdmaSendWire wire = new RdmaSendWire(fate, ring, rails, peer.controlAddress(),
-                                peer.controlRkey(), peer.rails().getFirst().deviceIndex());
+                                peer.controlRkey(), peer.rails().getFirst().deviceIndex(),
+                                peer.eager() && provider.eagerThreshold() > 0 ? provider.eagerThreshold() : 0,
+                                128 << QpEndpoint.pathMtu(rails[0].local().ibvMtu(),
+                                        peer.rails().getFirst().qp().ibvMtu()));
                         sender = new CoreSender(fate, wire.fifo(), ring, wire, provider::forget);
                         provider.watchEvents(rails, fate);
                         provider.agent().liveness().watch(handshake.connectionId(), true,

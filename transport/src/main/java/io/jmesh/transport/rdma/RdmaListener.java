@@ -96,8 +96,10 @@ public final class RdmaListener implements io.jmesh.api.Listener {
             }
             rails = new Endpoint[n];
             List<ConnectInfo.Rail> reply = new ArrayList<>();
+            boolean eager = peer.eager() && provider.eagerThreshold() > 0;  // the connector sends eagerly, we take it
             for (int i = 0; i < n; i++) {
-                rails[i] = provider.endpoint(links[i], i == 0 ? RdmaReceiveWire.CONTROL_BYTES : 4096);
+                rails[i] = provider.endpoint(links[i], i > 0 ? 4096 : eager ? RdmaSendWire.EAGER_CONTROL_BYTES
+                        : RdmaReceiveWire.CONTROL_BYTES);
                 rails[i].connect(peer.rails().get(i).qp());
                 reply.add(new ConnectInfo.Rail(rails[i].local(), rails[i].deviceIndex, null));
             }
@@ -107,11 +109,12 @@ public final class RdmaListener implements io.jmesh.api.Listener {
             ReceiveSlot[] ring = CoreReceiver.ring();
             CoreReceiver receiver = new CoreReceiver(fate, ring, new RdmaReceiveWire(fate, ring, rails,
                     peer.controlAddress(), peer.controlRkey(),
-                    () -> provider.loopback(first, RdmaReceiveWire.FLUSH_BYTES)), provider::forget);
+                    () -> provider.loopback(first, RdmaReceiveWire.FLUSH_BYTES), eager), provider::forget);
             Endpoint[] owned = rails;
             rails = null; // the receiver owns them now
             long sizes = owned[0].control.address() + Cts.FIFO_BYTES;
-            if (!in.accept(new ConnectInfo(reply, sizes, owned[0].controlMr.rkey()).encode())) {
+            ConnectInfo answer = new ConnectInfo(reply, sizes, owned[0].controlMr.rkey());
+            if (!in.accept((eager ? answer.withEager() : answer).encode())) {
                 receiver.close();
                 throw new IllegalStateException("the handshake ended before it could be accepted: " + in.failure());
             }

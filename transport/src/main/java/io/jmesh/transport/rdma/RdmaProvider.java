@@ -86,11 +86,13 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     private final Map<String, Boolean> dmaBufSupport = new java.util.HashMap<>();
     private final int qpsPerConnection;
     private final boolean multiLink;
+    private final int eagerThreshold;
     private boolean closed;
 
     private RdmaProvider(Verbs verbs, List<LocalLink> links, QpOptions options, HandshakeAgent agent,
-                         int qpsPerConnection, boolean multiLink) {
+                         int qpsPerConnection, boolean multiLink, int eagerThreshold) {
         this.verbs = verbs;
+        this.eagerThreshold = eagerThreshold;
         this.qpsPerConnection = qpsPerConnection;
         this.multiLink = multiLink;
         this.links = List.copyOf(links);
@@ -129,7 +131,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
             throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
         }
         RdmaProvider provider = new RdmaProvider(verbs, links, options, agent, context.qpsPerConnection(),
-                context.multiLink());
+                context.multiLink(), context.eagerThreshold());
         try {
             if (context.routePort() != 0) {
                 provider.relay = VerbsRelay.start(provider, links, context.handshakeTimeout().toNanos(),
@@ -192,6 +194,11 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
 
     boolean multiLink() {
         return multiLink;
+    }
+
+    /** The largest message a direct connection sends eagerly ({@code JMESH_EAGER_THRESHOLD}); 0: none. */
+    int eagerThreshold() {
+        return eagerThreshold;
     }
 
     /** A queue pair in INIT on {@code link}, with its CQ and a registered control region of {@code controlBytes}. */
@@ -300,7 +307,8 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
                 throw new IllegalStateException("the RDMA provider is closed");
             }
             entry = cache.acquire(memory.address(), memory.byteSize());
-            RdmaRegistration registration = new RdmaRegistration(memory, entry.region(), r -> release(r, entry));
+            RdmaRegistration registration = new RdmaRegistration(memory, true, entry.region(),
+                    r -> release(r, entry));
             registrations.add(registration);
             return registration;
         }
@@ -381,7 +389,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
                 deregisterPages(regions);
                 throw new IllegalStateException("the RDMA provider is closed");
             }
-            RdmaRegistration registration = new RdmaRegistration(memory, regions, r -> {
+            RdmaRegistration registration = new RdmaRegistration(memory, false, regions, r -> {
                 synchronized (this) {
                     registrations.remove(r);
                     if (!cacheClosed) {

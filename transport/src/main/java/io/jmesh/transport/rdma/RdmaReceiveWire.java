@@ -3,6 +3,7 @@ package io.jmesh.transport.rdma;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Eager;
 import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.core.Op;
 import io.jmesh.transport.core.OpWindow;
@@ -18,14 +19,19 @@ import java.util.function.Supplier;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The verbs wire of a receiver. Posting a grouped receive posts a zero-length receive on every rail (to catch the
- * sender's write-with-immediate) and stages one clear-to-send entry per buffer (address, size, tag, an rkey per rail);
+ * The verbs wire of a receiver. Every rail keeps {@link Cts#MAX_REQUESTS} zero-length receives posted to catch the
+ * sender's writes-with-immediate (whose immediate names the slot), one reposted per arrival; posting a grouped
+ * receive stages one clear-to-send entry per buffer (address, size, tag, an rkey per rail);
  * {@link #announce} RDMA-writes the staged entries into the sender's FIFO over rail 0: one write for a run of
  * receives, two where the run wraps around the ring, signalled every {@value #SIGNAL_EVERY}th write. Entries leave
  * when the receive is posted; only a receive posted with MORE lets them wait for the core to release them, never
  * longer: a thread that posts receives and then drives only a sender never tests them, and the peer's sender would
  * wait for entries nobody writes. A slot is complete once every rail's immediate arrived; its sizes come from the
  * immediate, or from the size array the sender wrote for grouped and very large messages.
+ *
+ * <p>With an eager ring ({@link Eager}: the connector sends small messages eagerly), the ring lies in rail 0's control
+ * region after the size array; the core reads it, and this wire hands the consumed count back by an RDMA write into
+ * the sender's credit word, as unsignalled as the clear-to-sends.
  *
  * <p>A flush reads one byte of each received buffer by RDMA READ through a queue pair connected to itself, made on
  * first use: the NIC answers the read only after its earlier writes into that memory have landed.
@@ -48,6 +54,9 @@ final class RdmaReceiveWire implements ReceiveWire {
     private final int peerFifoRkey;
     private final MemorySegment staging;
     private final MemorySegment sizes;
+    private final MemorySegment eagerRing;
+    private final MemorySegment creditStaging;
+    private boolean recvsPosted;
     private final Supplier<Endpoint> flushFactory;
     private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
     private final int opRead = verbs_h.IBV_WR_RDMA_READ();
@@ -76,7 +85,7 @@ final class RdmaReceiveWire implements ReceiveWire {
      * @param flushFactory makes the loopback queue pair for flushes (on rail 0's device), on first use
      */
     RdmaReceiveWire(Fate fate, ReceiveSlot[] slots, Endpoint[] rails, long peerFifoAddress, int peerFifoRkey,
-                    Supplier<Endpoint> flushFactory) {
+                    Supplier<Endpoint> flushFactory, boolean eager) {
         this.fate = fate;
         this.slots = slots;
         this.rails = rails.clone();
@@ -87,6 +96,60 @@ final class RdmaReceiveWire implements ReceiveWire {
         this.flushFactory = flushFactory;
         this.staging = ep.control.asSlice(0, Cts.FIFO_BYTES);
         this.sizes = ep.control.asSlice(Cts.FIFO_BYTES, SIZES_BYTES);
+        this.eagerRing = eager ? ep.control.asSlice(RdmaSendWire.RING_AT, Eager.RING_BYTES) : null;
+        this.creditStaging = eager ? ep.control.asSlice(RdmaSendWire.CREDIT_AT, 8) : null;
+    }
+
+    @Override
+    public MemorySegment eagerRing() {
+        return eagerRing;
+    }
+
+    /** Writes the consumed count into the sender's credit word (see {@link RdmaSendWire#eager}). */
+    @Override
+    public int eagerConsumed(long consumed) {
+        if (fate.failed()) {
+            return Status.FAILED;
+        }
+        creditStaging.set(JAVA_LONG, 0, consumed);
+        boolean signal = ++unsignalledCts >= SIGNAL_EVERY;
+        if (signal) {
+            unsignalledCts = 0;
+        }
+        Wr.sge(ep.sge[0], creditStaging.address(), 8, ep.controlMr.lkey());
+        Wr.send(ep.wr[0], CTS_WR, MemorySegment.NULL, ep.sge[0], 1, opWrite, signal ? flagSignaled : 0, 0,
+                peerFifoAddress + RdmaSendWire.CREDIT_AT, peerFifoRkey);
+        Wr.link(ep.wr[0], MemorySegment.NULL);
+        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
+        if (rc != 0) {
+            return fate.fail("ibv_post_send (eager credits) on " + ep.device.name() + " failed: "
+                    + Errno.describe(rc));
+        }
+        return 0;
+    }
+
+    @Override
+    public boolean hostMemory(Registration registration) {
+        return registration instanceof RdmaRegistration r && r.host;
+    }
+
+    /** Keeps MAX_REQUESTS receives posted on every rail, for the immediates of the slots in flight. */
+    private int postRecvs() {
+        for (int rail = 0; rail < nrails; rail++) {
+            for (int k = 0; k < Cts.MAX_REQUESTS; k++) {
+                if (postRecv(rails[rail]) != 0) {
+                    return Status.FAILED;
+                }
+            }
+        }
+        recvsPosted = true;
+        return 0;
+    }
+
+    private int postRecv(Endpoint r) {
+        Wr.recv(r.recvWr, 0, MemorySegment.NULL, MemorySegment.NULL, 0);
+        int rc = r.ops.postRecv(r.qp.handle(), r.recvWr, r.badWr);
+        return rc == 0 ? 0 : fate.fail("ibv_post_recv on " + r.device.name() + " failed: " + Errno.describe(rc));
     }
 
     /** RDMA writes that carried clear-to-send entries so far (for tests: receives posted with MORE share one). */
@@ -101,13 +164,8 @@ final class RdmaReceiveWire implements ReceiveWire {
 
     @Override
     public int post(ReceiveSlot slot, boolean hold) {
-        for (int rail = 0; rail < nrails; rail++) {
-            Endpoint r = rails[rail];
-            Wr.recv(r.recvWr, slot.index, MemorySegment.NULL, MemorySegment.NULL, 0);
-            int rc = r.ops.postRecv(r.qp.handle(), r.recvWr, r.badWr);
-            if (rc != 0) {
-                return fate.fail("ibv_post_recv on " + r.device.name() + " failed: " + Errno.describe(rc));
-            }
+        if (!recvsPosted && postRecvs() != 0) {
+            return Status.FAILED;
         }
         int n = slot.nreqs;
         for (int i = 0; i < n; i++) {
@@ -249,17 +307,21 @@ final class RdmaReceiveWire implements ReceiveWire {
             if (wrId == Endpoint.PROBE_WR) {
                 r.probeDone();
             } else if ((wrId & CTS_WR) == 0 && Wr.wcOpcode(r.wcs, i) == opRecvImm) {
-                arrived((int) wrId & (Cts.MAX_REQUESTS - 1), Wr.wcImm(r.wcs, i));
+                if (postRecv(r) != 0) {
+                    return false;
+                }
+                arrived(Wr.wcImm(r.wcs, i));
             }
         }
         return true;
     }
 
     /** A rail's write-with-immediate for a slot arrived; the slot completes with the last rail's. */
-    private void arrived(int index, int imm) {
+    private void arrived(int imm) {
+        int index = RdmaSendWire.immSlot(imm);
         ReceiveSlot slot = slots[index];
         if ((imm & RdmaSendWire.IMM_SIZES) == 0) {
-            slot.received[0] = imm;
+            slot.received[0] = imm & RdmaSendWire.IMM_SIZE_MASK;
         } else {
             sizesInArray[index] = true;
         }

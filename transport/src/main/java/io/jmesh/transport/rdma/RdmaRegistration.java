@@ -14,11 +14,15 @@ final class RdmaRegistration implements Registration {
     private final MemoryRegion[] regions;
     final long address;
     final long length;
+    /** Host memory the CPU may read and write (not GPU memory registered by dma-buf): eager messages need that. */
+    final boolean host;
     private final java.util.function.Consumer<AutoCloseable> onClose;
     private boolean closed;
 
-    RdmaRegistration(MemorySegment memory, MemoryRegion[] regions, java.util.function.Consumer<AutoCloseable> onClose) {
+    RdmaRegistration(MemorySegment memory, boolean host, MemoryRegion[] regions,
+                     java.util.function.Consumer<AutoCloseable> onClose) {
         this.memory = memory;
+        this.host = host;
         this.onClose = onClose;
         this.regions = regions;
         this.address = memory.address();

@@ -3,6 +3,7 @@ package io.jmesh.transport.rdma;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Eager;
 import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.core.Op;
 import io.jmesh.transport.core.OpWindow;
@@ -13,6 +14,7 @@ import io.jmesh.verbs.Errno;
 import io.jmesh.verbs.ffi.verbs_h;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -23,19 +25,39 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * when the sizes go into the receiver's size array for grouped receives and very large messages) and is the rail's
  * only signalled request for the slot.
  *
+ * <p>With the listener's eager ring ({@link Eager}) a small message from host memory is copied into the matching
+ * slot of a local staging ring (rail 0's control region, after the credit word) and RDMA-written from there into the
+ * peer's ring in one write: the send is complete at once, and only every {@value #SIGNAL_EVERY}th write is
+ * signalled, to free the send queue. The receiver hands the consumed count back into the credit word; a slot is
+ * written again only once consumed, so the NIC has long read it.
+ *
  * <p>A connection has one or more rails (queue pairs), on one link or on several links joining the same two nodes:
  * each message is cut into one contiguous slice per rail, so all rails carry data at once. Rail 0 also carries the
  * one-sided operations and the liveness probe.
  */
 final class RdmaSendWire implements SendWire {
     static final long SIZES_BYTES = (long) Cts.MAX_REQUESTS * Cts.MAX_RECVS * 8;
+    /** Rail 0's control region: the FIFO (the receiver's staging), then the size array (the sender's staging). */
     static final long CONTROL_BYTES = Cts.FIFO_BYTES + SIZES_BYTES;
-    /** Immediate meaning "read the sizes from the size array"; a plain immediate is a size below 2^31. */
+    /** With an eager ring: the credit word (receiver: its staging), then the ring (sender: the staging ring). */
+    static final long CREDIT_AT = CONTROL_BYTES;
+    static final long RING_AT = CREDIT_AT + 64;
+    static final long EAGER_CONTROL_BYTES = RING_AT + Eager.RING_BYTES;
+    /**
+     * Immediate of a slot's last write: bit 31 "read the sizes from the size array", bits 26-30 the slot, bits 0-25
+     * the size of a single message below 64 MiB, or the number of buffers.
+     */
     static final int IMM_SIZES = 0x80000000;
+    static final int IMM_SLOT_SHIFT = 26;
+    static final int IMM_SIZE_MASK = (1 << IMM_SLOT_SHIFT) - 1;
+    private static final int SIGNAL_EVERY = 16;
+    /** wr_id bit of eager writes; the low bits count the writes a signalled one completes. */
+    private static final long EAGER_WR = 1L << 33;
     /** Slices are cut at this alignment, so a small message stays on rail 0. */
     static final long SLICE_ALIGN = 4096;
     /** wr_id bit of one-sided operations; a slot's writes carry the slot index. */
     private static final long ONE_SIDED_WR = 1L << 32;
+    private static final VarHandle CREDIT = JAVA_LONG.varHandle();
 
     private final Fate fate;
     private final SendSlot[] slots;
@@ -48,6 +70,17 @@ final class RdmaSendWire implements SendWire {
     private final int peerKeyIndex;
     private final MemorySegment fifo;
     private final MemorySegment sizesStaging;
+    /** Eager: the largest message, the staging ring, the credit word, the peer's ring; records written so far. */
+    private final int eagerMax;
+    /** The path MTU in bytes: a record must not take more packets than its payload alone. */
+    private final int mtu;
+    private final MemorySegment eagerStaging;
+    private final MemorySegment credit;
+    private final long peerRingAddress;
+    private long records;
+    private int unsignalledEager;
+    /** Full slots in the order the core filled them: the order they must go out in. */
+    private final int[] fullQueue = new int[Cts.MAX_REQUESTS];
     private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
     private final int opWriteImm = verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM();
     private final int opRead = verbs_h.IBV_WR_RDMA_READ();
@@ -68,8 +101,12 @@ final class RdmaSendWire implements SendWire {
     private long posted;
     private long full;
 
+    /**
+     * @param eagerMax the largest message sent eagerly (the listener has a ring), or 0
+     * @param mtu      rail 0's path MTU in bytes
+     */
     RdmaSendWire(Fate fate, SendSlot[] slots, Endpoint[] rails, long peerSizesAddress, int peerSizesRkey,
-                 int peerKeyIndex) {
+                 int peerKeyIndex, int eagerMax, int mtu) {
         this.fate = fate;
         this.slots = slots;
         this.rails = rails.clone();
@@ -82,6 +119,65 @@ final class RdmaSendWire implements SendWire {
         this.sizesStaging = ep.control.asSlice(Cts.FIFO_BYTES, SIZES_BYTES);
         this.outstanding = new int[nrails];
         this.railWrs = new int[nrails];
+        this.eagerMax = Math.min(eagerMax, Eager.MAX_PAYLOAD);
+        this.mtu = mtu;
+        this.eagerStaging = eagerMax > 0 ? ep.control.asSlice(RING_AT, Eager.RING_BYTES) : null;
+        this.credit = eagerMax > 0 ? ep.control.asSlice(CREDIT_AT, 8) : null;
+        this.peerRingAddress = peerSizesAddress - Cts.FIFO_BYTES + RING_AT;
+    }
+
+    /** The slot index an immediate names. */
+    static int immSlot(int imm) {
+        return (imm >>> IMM_SLOT_SHIFT) & (Cts.MAX_REQUESTS - 1);
+    }
+
+    /**
+     * Up to the threshold, from host memory, and only where the record's header and trailer cost no extra packet:
+     * a 4 KiB message is four packets at MTU 1024 and its record would be five, which costs more on the wire (and
+     * far more on Soft-RoCE, whose cost is per packet) than its clear-to-send, which mostly arrived long before.
+     */
+    @Override
+    public boolean sendsEagerly(Registration registration, long length) {
+        return length <= eagerMax && registration instanceof RdmaRegistration r && r.host
+                && packets(Eager.recordBytes((int) length)) == packets(length);
+    }
+
+    private long packets(long bytes) {
+        return Math.max(1, (bytes + mtu - 1) / mtu);
+    }
+
+    /**
+     * Copies the message with its header into the next slot of the staging ring and writes it into the same slot of
+     * the peer's ring: one RDMA WRITE, signalled every SIGNAL_EVERY-th time.
+     */
+    @Override
+    public int eager(long position, int tag, Registration registration, long offset, int length, int buffer) {
+        if (records - (long) CREDIT.getAcquire(credit, 0L) >= Eager.SLOTS) {
+            return Status.NOT_READY;              // the receiver has not consumed the oldest slot yet
+        }
+        if (outstanding[0] + 1 > ep.sendDepth) {
+            progress();
+            if (outstanding[0] + 1 > ep.sendDepth) {
+                return fate.failed() ? Status.FAILED : Status.NOT_READY;
+            }
+        }
+        long seq = records + 1;
+        long at = Eager.slot(seq);
+        MemorySegment.copy(registration.memory(), offset, eagerStaging, Eager.payload(at), length);
+        Eager.write(eagerStaging, at, seq, position, tag, length, buffer);
+        boolean signal = ++unsignalledEager >= SIGNAL_EVERY;
+        Wr.sge(ep.sge[0], eagerStaging.address() + at, Eager.recordBytes(length), ep.controlMr.lkey());
+        Wr.send(ep.wr[0], EAGER_WR | unsignalledEager, MemorySegment.NULL, ep.sge[0], 1, opWrite,
+                signal ? flagSignaled : 0, 0, peerRingAddress + at, peerSizesRkey);
+        if (signal) {
+            unsignalledEager = 0;
+        }
+        if (!postChain(ep, 1)) {
+            return Status.FAILED;
+        }
+        records = seq;
+        outstanding[0]++;
+        return 0;
     }
 
     /** Where the receiver writes its clear-to-send entries. */
@@ -102,7 +198,7 @@ final class RdmaSendWire implements SendWire {
     @Override
     public void matched(SendSlot slot, int i) {
         if (slot.full()) {
-            full++;
+            fullQueue[(int) (full++ & (Cts.MAX_REQUESTS - 1))] = slot.index;
             drainPosts();
         }
     }
@@ -113,7 +209,7 @@ final class RdmaSendWire implements SendWire {
      */
     private void drainPosts() {
         while (posted < full && !fate.failed()) {
-            if (!post(slots[(int) (posted & (Cts.MAX_REQUESTS - 1))])) {
+            if (!post(slots[fullQueue[(int) (posted & (Cts.MAX_REQUESTS - 1))]])) {
                 return;
             }
             posted++;
@@ -123,11 +219,14 @@ final class RdmaSendWire implements SendWire {
     /** Posts every write of a full slot, or returns false when a send queue has no room for them yet. */
     private boolean post(SendSlot s) {
         int n = s.nreqs;
-        boolean inlineSize = n == 1 && s.length[0] < Integer.MAX_VALUE;
+        boolean inlineSize = n == 1 && s.length[0] <= IMM_SIZE_MASK;
         for (int rail = 0; rail < nrails; rail++) {
             long max = rails[rail].maxMessage;
             int data = 0;
             for (int i = 0; i < n; i++) {
+                if (s.eager(i)) {
+                    continue;                      // its record went into the peer's ring already
+                }
                 long slice = sliceBytes(s.length[i]);
                 long from = Math.min(s.length[i], slice * rail);
                 data += chunks(Math.min(s.length[i], from + slice) - from, max);
@@ -172,10 +271,13 @@ final class RdmaSendWire implements SendWire {
         Endpoint r = rails[rail];
         long max = r.maxMessage;
         int n = s.nreqs;
-        int imm = inlineSize ? (int) s.length[0] : IMM_SIZES | n;
+        int imm = (s.index << IMM_SLOT_SHIFT) | (inlineSize ? (int) s.length[0] : IMM_SIZES | n);
         boolean immSent = false;
         int w = 0;
         for (int i = 0; i < n; i++) {
+            if (s.eager(i)) {
+                continue;
+            }
             long len = s.length[i];
             long slice = sliceBytes(len);
             long from = Math.min(len, slice * rail);
@@ -337,6 +439,8 @@ final class RdmaSendWire implements SendWire {
         if (wrId == Endpoint.PROBE_WR) {
             r.probeDone();
             outstanding[0]--;
+        } else if ((wrId & EAGER_WR) != 0) {
+            outstanding[0] -= (int) (wrId & 0xffff);   // this write and the unsignalled ones before it
         } else if ((wrId & ONE_SIDED_WR) != 0) {
             int k = (int) wrId & (OpWindow.SIZE - 1);
             outstanding[0] -= opWrs[k];

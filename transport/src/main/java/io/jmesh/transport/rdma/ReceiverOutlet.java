@@ -58,10 +58,12 @@ final class ReceiverOutlet extends RelayOutlet {
             long position = pipe.entryOf[slot];
             int n = pipe.buffersOf[slot];
             long size0 = pipe.sizes[slot * Cts.MAX_RECVS];
-            if (n == 1 && size0 < Integer.MAX_VALUE) {
+            int slotBits = slot << RdmaSendWire.IMM_SLOT_SHIFT;  // the receiver's slot: requests from 1, slots from 0
+            if (n == 1 && size0 <= RdmaSendWire.IMM_SIZE_MASK) {
                 long e = Cts.at(position);
                 Wr.send(down.wr[0], RelayPipe.END, MemorySegment.NULL, MemorySegment.NULL, 0, pipe.opWriteImm,
-                        pipe.flagSignaled, (int) size0, Cts.addr(pipe.fifo, e), Cts.rkey(pipe.fifo, e, 0));
+                        pipe.flagSignaled, slotBits | (int) size0, Cts.addr(pipe.fifo, e),
+                        Cts.rkey(pipe.fifo, e, 0));
             } else {
                 long at = (long) slot * Cts.MAX_RECVS * 8;
                 for (int i = 0; i < n; i++) {
@@ -69,7 +71,8 @@ final class ReceiverOutlet extends RelayOutlet {
                 }
                 Wr.sge(down.sge[0], sizesStaging.address() + at, n * 8, down.controlMr.lkey());
                 Wr.send(down.wr[0], RelayPipe.END, MemorySegment.NULL, down.sge[0], 1, pipe.opWriteImm,
-                        pipe.flagSignaled, RdmaSendWire.IMM_SIZES | n, pipe.downAddress + at, pipe.downRkey);
+                        pipe.flagSignaled, RdmaSendWire.IMM_SIZES | slotBits | n, pipe.downAddress + at,
+                        pipe.downRkey);
             }
             if (!pipe.postDown("end of message")) {
                 return work;

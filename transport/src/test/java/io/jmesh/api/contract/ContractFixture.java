@@ -103,6 +103,12 @@ public abstract class ContractFixture {
     protected abstract boolean holdsReceivesPostedWithMore();
 
     /**
+     * Whether small messages go eagerly, before their receive is posted (verbs: into the receiver's ring); otherwise
+     * every isend waits for its receive (TCP).
+     */
+    protected abstract boolean sendsSmallMessagesEagerly();
+
+    /**
      * Whether the owner's part of a one-sided operation happens only while its application polls the receiver
      * (TCP); otherwise the owner's NIC does it alone (verbs).
      */

@@ -49,6 +49,12 @@ class RdmaSenderReceiverContractTest extends SenderReceiverContract {
         return true;
     }
 
+    /** Messages up to JMESH_EAGER_THRESHOLD (default 4096 bytes) go into the receiver's eager ring at once. */
+    @Override
+    protected boolean sendsSmallMessagesEagerly() {
+        return true;
+    }
+
     /** The owner's NIC applies writes and serves reads without its application. */
     @Override
     protected boolean ownerServesOnlyWhilePolled() {

@@ -27,6 +27,12 @@ class TcpSenderReceiverContractTest extends SenderReceiverContract {
         return false;
     }
 
+    /** Every message waits for its receive's clear-to-send frame. */
+    @Override
+    protected boolean sendsSmallMessagesEagerly() {
+        return false;
+    }
+
     /** The owner's receiver applies writes and serves reads, and only while its application polls it. */
     @Override
     protected boolean ownerServesOnlyWhilePolled() {

@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * held by {@link Receiver#MORE}. Every request is tested until it reports 1 and then once more, which must answer
  * BAD_ARGUMENT: each request is reported exactly once.
  */
-public abstract class TwoSidedContract extends ContractFixture {
+public abstract class TwoSidedContract extends EagerContract {
     /** Every size class from nothing to a few MiB, with odd sizes around the page and chunk boundaries. */
     private static final long[] SIZES = {0, 1, 7, 4095, 4096, 4097, 65_537, MIB + 3, 4 * MIB + 1};
 
@@ -50,13 +50,14 @@ public abstract class TwoSidedContract extends ContractFixture {
 
     @Test
     void aSendWaitsForAReceiveWithItsTag() {
-        fill(src, 0, 1000, 9);
-        assertNotReadyFor(() -> sender.isend(srcReg, 0, 1000, 4), "isend before the receiver posted anything");
-        int r = recv(0, 1000, 4);
-        assertNotReadyFor(() -> sender.isend(srcReg, 0, 1000, 5), "isend with a tag no posted buffer has");
-        int s = send(0, 1000, 4);
+        long large = LARGE;                        // small ones may go eagerly, before their receive (EagerContract)
+        fill(src, 0, large, 9);
+        assertNotReadyFor(() -> sender.isend(srcReg, 0, large, 4), "isend before the receiver posted anything");
+        int r = recv(0, large, 4);
+        assertNotReadyFor(() -> sender.isend(srcReg, 0, large, 5), "isend with a tag no posted buffer has");
+        int s = send(0, large, 4);
         complete(new int[] {s}, new int[] {r});
-        assertSameBytes(src, 0, dst, 0, 1000, "message");
+        assertSameBytes(src, 0, dst, 0, large, "message");
     }
 
     /**
@@ -343,13 +344,13 @@ public abstract class TwoSidedContract extends ContractFixture {
     @ParameterizedTest
     @EnumSource(Release.class)
     void receivesPostedWithMoreReachTheSenderOnceReleased(Release release) {
-        long slot = 4096;
+        long slot = 2 * LARGE;                     // messages above the eager threshold: they wait for the receive
         int held = release == Release.IRECV_ANSWERING_NOT_READY ? 32 : 3;
         int total = release == Release.NEXT_RECEIVE_WITHOUT_MORE ? held + 1 : held;
         int[] recvs = new int[total];
         long[] sizes = new long[total];
         for (int j = 0; j < total; j++) {
-            sizes[j] = 1 + j * 37L % slot;
+            sizes[j] = LARGE + j * 37L % LARGE;
             fill(src, j * slot, sizes[j], 40L * j + release.ordinal());
         }
         for (int j = 0; j < held; j++) {

@@ -1,5 +1,6 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.transport.core.Eager;
 import io.jmesh.transport.verbs.QpEndpoint;
 import org.junit.jupiter.api.Test;
 
@@ -86,8 +87,21 @@ class ConnectInfoTest {
         assertBad(b, "3 rails need");
         assertBad(Arrays.copyOf(good, good.length - 1), "got " + (good.length - 1));
         b = good.clone();
-        b[3] = 2;
+        b[3] = 4;
         assertBad(b, "unknown flags");
+        b = good.clone();
+        b[3] = 3;                  // RELAY and EAGER: a relay sends no eager records
+        assertBad(b, "unknown flags");
+        b = good.clone();
+        b[3] = 2;                  // EAGER without the ring's geometry
+        assertBad(b, "2 rails and an eager ring geometry need " + (good.length + 8) + " bytes");
+        b = Arrays.copyOf(good, good.length + 8);
+        b[3] = 2;
+        java.nio.ByteBuffer.wrap(b, good.length, 8).putInt(Eager.SLOT_BYTES).putInt(Eager.SLOTS * 2);
+        assertBad(b, "eager ring of " + Eager.SLOTS * 2 + " x " + Eager.SLOT_BYTES + " bytes, this jmesh has");
+        java.nio.ByteBuffer.wrap(b, good.length, 8).putInt(Eager.SLOT_BYTES).putInt(Eager.SLOTS);
+        assertTrue(ConnectInfo.decode(b).eager());
+        assertArrayEquals(b, ConnectInfo.decode(b).encode());
         b = good.clone();
         b[3] = 1;                  // RELAY without the record geometry after the rails
         assertBad(b, "2 rails and a record geometry need " + (good.length + 8) + " bytes");
