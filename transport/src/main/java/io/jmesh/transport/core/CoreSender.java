@@ -113,7 +113,13 @@ public final class CoreSender implements Sender {
             return Status.TRUNCATED;
         }
         if (small) {
-            return eager(registration, offset, length, tag, slot, i);
+            int id = eager(registration, offset, length, tag, slot, i);
+            if (id != Status.NOT_READY) {
+                return id;
+            }
+            // the ring is full: the peer's application has not polled its receiver. The receive is known, so the
+            // message goes the receiver-driven way, which the peer's NIC completes alone: a thread that posted its
+            // receives and now drives only its senders (as both ends of an exchange may) never waits on the other
         }
         slot.registration[i] = registration;
         slot.offset[i] = offset;

@@ -47,6 +47,8 @@ final class Endpoint implements AutoCloseable {
     final byte[] gid;
     final long maxMessage;
     final int sendDepth;
+    /** Bytes a send may carry inline (0: none): what the device granted this queue pair. */
+    final int maxInline;
     /** The device's index in the provider, which picks a registration's keys for this device. */
     final int deviceIndex;
     /** One RC ACK timeout (4.096 us * 2^timeout): how often a waiting side probes its peer. */
@@ -95,6 +97,7 @@ final class Endpoint implements AutoCloseable {
                 sge[i] = scratchSges.asSlice(i * Wr.SGE_SIZE, Wr.SGE_SIZE);
             }
             this.maxMessage = Math.max(4096, Math.min(device.port(port).maxMessageSize(), 1L << 30));
+            this.maxInline = q.maxInline();
         } catch (RuntimeException e) {
             closeQuietly(q, m, c, a);
             throw e;

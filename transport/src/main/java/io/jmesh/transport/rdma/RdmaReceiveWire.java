@@ -62,6 +62,7 @@ final class RdmaReceiveWire implements ReceiveWire {
     private final int opRead = verbs_h.IBV_WR_RDMA_READ();
     private final int opRecvImm = verbs_h.IBV_WC_RECV_RDMA_WITH_IMM();
     private final int flagSignaled = verbs_h.IBV_SEND_SIGNALED();
+    private final int flagInline = verbs_h.IBV_SEND_INLINE();
     private final int wcSuccess = verbs_h.IBV_WC_SUCCESS();
 
     /** per slot: rails whose write-with-immediate has not arrived yet, and whether the sizes are in the array */
@@ -117,7 +118,8 @@ final class RdmaReceiveWire implements ReceiveWire {
             unsignalledCts = 0;
         }
         Wr.sge(ep.sge[0], creditStaging.address(), 8, ep.controlMr.lkey());
-        Wr.send(ep.wr[0], CTS_WR, MemorySegment.NULL, ep.sge[0], 1, opWrite, signal ? flagSignaled : 0, 0,
+        Wr.send(ep.wr[0], CTS_WR, MemorySegment.NULL, ep.sge[0], 1, opWrite,
+                (signal ? flagSignaled : 0) | (8 <= ep.maxInline ? flagInline : 0), 0,
                 peerFifoAddress + RdmaSendWire.CREDIT_AT, peerFifoRkey);
         Wr.link(ep.wr[0], MemorySegment.NULL);
         int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
@@ -203,12 +205,13 @@ final class RdmaReceiveWire implements ReceiveWire {
         }
         int lkey = ep.controlMr.lkey();
         Wr.sge(ep.sge[0], staging.address() + from * Cts.ENTRY_BYTES, first * Cts.ENTRY_BYTES, lkey);
-        Wr.send(ep.wr[0], CTS_WR, MemorySegment.NULL, ep.sge[0], 1, opWrite, signal && wrs == 1 ? flagSignaled : 0, 0,
+        Wr.send(ep.wr[0], CTS_WR, MemorySegment.NULL, ep.sge[0], 1, opWrite,
+                (signal && wrs == 1 ? flagSignaled : 0) | inline(first), 0,
                 peerFifoAddress + from * Cts.ENTRY_BYTES, peerFifoRkey);
         if (wrs == 2) {
             Wr.sge(ep.sge[1], staging.address(), (int) (count - first) * Cts.ENTRY_BYTES, lkey);
-            Wr.send(ep.wr[1], CTS_WR, MemorySegment.NULL, ep.sge[1], 1, opWrite, signal ? flagSignaled : 0, 0,
-                    peerFifoAddress, peerFifoRkey);
+            Wr.send(ep.wr[1], CTS_WR, MemorySegment.NULL, ep.sge[1], 1, opWrite,
+                    (signal ? flagSignaled : 0) | inline(count - first), 0, peerFifoAddress, peerFifoRkey);
             Wr.link(ep.wr[0], ep.wr[1]);
         }
         int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
@@ -219,6 +222,11 @@ final class RdmaReceiveWire implements ReceiveWire {
         announced = entryHead;
         ctsWrites += wrs;
         return 0;
+    }
+
+    /** IBV_SEND_INLINE for a write of {@code entries} clear-to-send entries when the queue pair can inline them. */
+    private int inline(long entries) {
+        return entries * Cts.ENTRY_BYTES <= ep.maxInline ? flagInline : 0;
     }
 
     @Override

@@ -85,6 +85,7 @@ final class RdmaSendWire implements SendWire {
     private final int opWriteImm = verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM();
     private final int opRead = verbs_h.IBV_WR_RDMA_READ();
     private final int flagSignaled = verbs_h.IBV_SEND_SIGNALED();
+    private final int flagInline = verbs_h.IBV_SEND_INLINE();
     private final int wcSuccess = verbs_h.IBV_WC_SUCCESS();
 
     /** per slot * MAX_RAILS + rail: work requests the slot holds in that rail's send queue */
@@ -166,9 +167,11 @@ final class RdmaSendWire implements SendWire {
         MemorySegment.copy(registration.memory(), offset, eagerStaging, Eager.payload(at), length);
         Eager.write(eagerStaging, at, seq, position, tag, length, buffer);
         boolean signal = ++unsignalledEager >= SIGNAL_EVERY;
-        Wr.sge(ep.sge[0], eagerStaging.address() + at, Eager.recordBytes(length), ep.controlMr.lkey());
+        int bytes = Eager.recordBytes(length);
+        Wr.sge(ep.sge[0], eagerStaging.address() + at, bytes, ep.controlMr.lkey());
         Wr.send(ep.wr[0], EAGER_WR | unsignalledEager, MemorySegment.NULL, ep.sge[0], 1, opWrite,
-                signal ? flagSignaled : 0, 0, peerRingAddress + at, peerSizesRkey);
+                (signal ? flagSignaled : 0) | (bytes <= ep.maxInline ? flagInline : 0), 0, peerRingAddress + at,
+                peerSizesRkey);
         if (signal) {
             unsignalledEager = 0;
         }

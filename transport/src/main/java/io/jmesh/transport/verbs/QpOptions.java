@@ -19,9 +19,15 @@ package io.jmesh.transport.verbs;
  */
 public record QpOptions(int maxSendWr, int maxRecvWr, int maxSendSge, int maxRecvSge, int maxInline, int timeout,
                         int retryCount, int rnrRetry, int serviceLevel, int trafficClass, int hopLimit) {
+    /**
+     * Inline bytes asked for, perftest's default for its latency tests: small eager records, clear-to-send entries
+     * and credits are copied into the work request at post time, so the NIC reads no memory for them. A device that
+     * grants less gets a queue pair without inline sends ({@link QueuePair}).
+     */
+    public static final int INLINE = 220;
 
     /** The default depths with these timeouts and retries ({@code JMESH_IB_*}). */
     public static QpOptions of(int timeout, int retryCount, int rnrRetry, int serviceLevel, int trafficClass) {
-        return new QpOptions(256, 256, 2, 1, 0, timeout, retryCount, rnrRetry, serviceLevel, trafficClass, 64);
+        return new QpOptions(256, 256, 2, 1, INLINE, timeout, retryCount, rnrRetry, serviceLevel, trafficClass, 64);
     }
 }

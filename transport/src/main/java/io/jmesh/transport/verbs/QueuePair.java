@@ -35,6 +35,7 @@ public final class QueuePair implements AutoCloseable {
     private final QpOptions options;
     private final MemorySegment qp;
     private final int qpn;
+    private final int maxInline;
     private final int psn = RANDOM.nextInt(1 << 24);
     private QpState state = QpState.RESET;
     private boolean closed;
@@ -54,9 +55,25 @@ public final class QueuePair implements AutoCloseable {
             ibv_qp_cap.max_send_sge(cap, options.maxSendSge());
             ibv_qp_cap.max_recv_sge(cap, options.maxRecvSge());
             ibv_qp_cap.max_inline_data(cap, options.maxInline());
-            this.qp = pd.device().verbs().createQp(pd.handle(), init, pd.device().name());
+            MemorySegment created;
+            try {
+                created = pd.device().verbs().createQp(pd.handle(), init, pd.device().name());
+            } catch (VerbsException e) {
+                if (options.maxInline() == 0) {
+                    throw e;
+                }
+                ibv_qp_cap.max_inline_data(cap, 0); // a device that inlines less: no inline sends, same queue pair
+                created = pd.device().verbs().createQp(pd.handle(), init, pd.device().name());
+            }
+            this.qp = created;
+            this.maxInline = ibv_qp_cap.max_inline_data(cap); // what the device granted, at least what was asked
         }
         this.qpn = ibv_qp.qp_num(qp);
+    }
+
+    /** Bytes a send on this queue pair may carry inline ({@code IBV_SEND_INLINE}): copied at post time. */
+    public int maxInline() {
+        return maxInline;
     }
 
     /** The {@code struct ibv_qp*}. */

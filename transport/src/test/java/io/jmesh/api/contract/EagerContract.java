@@ -4,6 +4,7 @@ import io.jmesh.api.Status;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -127,6 +128,51 @@ public abstract class EagerContract extends ContractFixture {
             int[] t = new int[1];
             await("send " + k + " reported", () -> (t[0] = sender.test(sends[k0])) != 0);
             assertEquals(1, t[0], "send " + k + ": " + Status.describe(t[0]));
+        }
+    }
+
+    /**
+     * Receives posted, then only the sender driven: far more small sends than an eager ring holds all go out while
+     * the receiver's application does nothing (its NIC completes what the ring cannot take), as when both ends of an
+     * exchange post their receives and then drive only their senders. Then every message is where it belongs.
+     */
+    @Test
+    void smallSendsIntoPostedReceivesNeedNoPollingAtTheReceiver() {
+        int receives = 32;
+        int per = 8;
+        long slot = 512;
+        int[] recvs = new int[receives];
+        for (int j = 0; j < receives; j++) {
+            long[] offsets = new long[per];
+            long[] max = new long[per];
+            int[] tags = new int[per];
+            for (int g = 0; g < per; g++) {
+                offsets[g] = (j * per + g) * slot;
+                max[g] = slot;
+                tags[g] = g;
+            }
+            recvs[j] = recv(offsets, max, tags, 0);
+        }
+        int[] sends = new int[receives * per];
+        int[] tested = new int[1];                 // an application tests its sends: their ids are reused
+        for (int k = 0; k < sends.length; k++) {
+            fill(src, k * slot, 1 + k % slot, 3000 + k);
+            int k0 = k;
+            int[] r = new int[1];
+            await("isend " + k + " while the receiver is not polled", () -> {
+                r[0] = sender.isend(srcReg, k0 * slot, 1 + k0 % slot, k0 % per);
+                while (r[0] == Status.NOT_READY && tested[0] < k0 && sender.test(sends[tested[0]]) == 1) {
+                    tested[0]++;
+                }
+                return r[0] != Status.NOT_READY;
+            });
+            assertTrue(r[0] >= 0, "isend " + k + ": " + Status.describe(r[0]) + " " + sender.error());
+            sends[k] = r[0];
+        }
+        complete(Arrays.copyOfRange(sends, tested[0], sends.length), recvs);
+        for (int k = 0; k < sends.length; k++) {
+            assertEquals(1 + k % slot, receiver.size(recvs[k / per], k % per), "message " + k);
+            assertSameBytes(src, k * slot, dst, k * slot, 1 + k % slot, "message " + k);
         }
     }
 
