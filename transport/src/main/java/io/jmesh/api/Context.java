@@ -52,7 +52,7 @@ public final class Context {
     private long livenessTimeoutMs = 30_000;
     private int relayChunkKib = 512;
     private int relayChunks = 8;
-    private int eagerThreshold = 4096;
+    private int eagerThreshold = 0;
     private List<StaticRoute> routes = List.of();
 
     /** Where each value that is not the default came from: "JMESH_IB_TIMEOUT='40'", "Context.ibTimeout(40)". */

@@ -48,7 +48,8 @@ public enum Setting {
     EAGER_THRESHOLD("jmesh.eager.threshold", "JMESH_EAGER_THRESHOLD", null, 0, 4096,
             "largest message, in bytes, a verbs connection sends eagerly: written with its header straight into a "
                     + "ring the receiver announced at connect time, with no clear-to-send round and no completion per "
-                    + "message; larger ones wait for the receive's clear-to-send; 0 turns the eager path off"),
+                    + "message; larger ones wait for the receive's clear-to-send; 0 (the default: on Soft-RoCE it was "
+                    + "not faster) turns the eager path off"),
     ROUTE_PORT("jmesh.route.port", "JMESH_ROUTE_PORT", null, 0, 65535,
             "UDP port of route discovery on every mesh link address, the same on every node; 0 turns discovery off "
                     + "(then only direct links are used)"),

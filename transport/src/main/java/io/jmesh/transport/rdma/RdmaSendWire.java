@@ -139,7 +139,7 @@ final class RdmaSendWire implements SendWire {
      */
     @Override
     public boolean sendsEagerly(Registration registration, long length) {
-        return length <= eagerMax && registration instanceof RdmaRegistration r && r.host
+        return eagerMax > 0 && length <= eagerMax && registration instanceof RdmaRegistration r && r.host
                 && packets(Eager.recordBytes((int) length)) == packets(length);
     }
 
