@@ -32,10 +32,12 @@ if stale "$LIB" "$HERE/net.c" "$HERE/jvm.c" "$HERE/jmesh_shim.h" "$HERE/nccl_net
 fi
 
 DRIVER=$OUT/bin/nccl-net-driver
-DRIVER_SRC=$HERE/../../driver/c/nccl_net_driver.c
-if stale "$DRIVER" "$DRIVER_SRC" "$HERE/nccl_net_abi.h" "$0"; then
+DRIVER_DIR=$HERE/../../driver/c
+if stale "$DRIVER" "$DRIVER_DIR/nccl_net_driver.c" "$DRIVER_DIR/driver_plugin.c" "$DRIVER_DIR/driver.h" \
+        "$HERE/nccl_net_abi.h" "$0"; then
     # shellcheck disable=SC2086
-    "$CC" -std=gnu11 $CFLAGS $WARN -I"$HERE" -o "$DRIVER.tmp" "$DRIVER_SRC" -ldl
+    "$CC" -std=gnu11 $CFLAGS $WARN -I"$HERE" -o "$DRIVER.tmp" "$DRIVER_DIR/nccl_net_driver.c" \
+        "$DRIVER_DIR/driver_plugin.c" -ldl
     mv "$DRIVER.tmp" "$DRIVER"
 fi
 

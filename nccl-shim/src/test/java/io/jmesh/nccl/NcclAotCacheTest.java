@@ -62,8 +62,8 @@ class NcclAotCacheTest {
         Path run3 = Files.createDirectories(dir.resolve("run3"));
         Path jdk = Path.of(System.getProperty("java.home"));
         for (DriverRun.Rank r : DriverRun.run(layout, run3, 2, Map.of("JMESH_PROVIDER", "tcp", "JMESH_ADDRESSES",
-                "127.0.0.1/8", "JMESH_JAVA_HOME", jdk.toString(), "NCCL_DEBUG", "INFO"), 180, "--min", "4K", "--max", "4K", "--iters",
-                "4", "--log-level", "3", "--timeout", "120")) {
+                "127.0.0.1/8", "JMESH_JAVA_HOME", jdk.toString(), "NCCL_DEBUG", "INFO"), 180, "--min", "4K", "--max",
+                "4K", "--iters", "4", "--log-level", "3", "--timeout", "120")) {
             assertEquals(0, r.exit(), r.output());
             boolean same = jdk.toRealPath().equals(javaHome(layout).toRealPath());
             assertTrue(r.output().contains(same ? "AOT cache" : "no AOT cache: the JVM is not the layout's runtime"),

@@ -6,14 +6,15 @@ import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.function.Consumer;
 
 /**
  * The sending end of a connection on any provider. Large messages are receiver-driven as NCCL's IB transport: the
  * receiver announces each grouped receive with one clear-to-send entry per buffer ({@link Cts}), and {@link #isend}
  * answers {@link Status#NOT_READY} until the entry for its tag is there, so data only ever goes into a buffer that
- * waits for it. Small messages (those the wire {@link SendWire#sendsEagerly sends eagerly}) go eagerly ({@link Eager}): written at
- * once into the ring the receiver announced at connect time, whether or not their receive is posted yet.
+ * waits for it. Small messages (those the wire {@link SendWire#sendsEagerly sends eagerly}, {@link Eager}) are
+ * written at once into the ring the receiver announced at connect time, whether or not their receive is posted yet.
  *
  * <p>Every send takes the next stream position (0, 1, ...), and the receiver's grouped receives cover the positions
  * in order, one per buffer; within a receive, the i-th send with tag t takes the i-th buffer with tag t. An eager
@@ -72,7 +73,7 @@ public final class CoreSender implements Sender {
         this.slots = ring;
         this.wire = wire;
         this.onClose = onClose;
-        java.util.Arrays.fill(eagerLength, -1);
+        Arrays.fill(eagerLength, -1);
     }
 
     /** A new, empty send ring for a wire and its core. */

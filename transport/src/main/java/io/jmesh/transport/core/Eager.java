@@ -21,7 +21,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *                               32 + align8(length) u64 seq again (trailer)
  * </pre>
  *
- * The sender writes a record with one RDMA write (or one frame); the NIC places one write's bytes in address order,
+ * The sender writes a record with one RDMA write; the NIC places one write's bytes in address order,
  * as the last-byte polling of perftest's ib_write_lat also assumes. So the receiver reads the header's seq (the
  * header's last field), then the fields before it, then the trailer's seq, each seq with acquire: once the trailer
  * shows the record's seq, the payload before it is in place.

@@ -5,7 +5,8 @@ public interface SendWire extends Wire {
     /**
      * Buffer {@code i} of {@code slot} has its send (registration, offset and length are in the slot). A wire that
      * moves each message on its own starts it now; one that posts a grouped receive's data together waits until
-     * {@link SendSlot#full()}. Slots fill strictly in ring order.
+     * {@link SendSlot#full()}. Slots fill strictly in ring order. When an eager send fills a slot, {@code i} is its
+     * buffer, which has no data to post ({@link SendSlot#eager(int)}).
      */
     void matched(SendSlot slot, int i);
 
