@@ -16,11 +16,25 @@
 struct driver_options {
     const char* plugin;
     const char* dir;
-    int rank, nranks, api, dev, group, window, iters, logLevel, reload, destroyJvm;
+    int rank, nranks, api, dev, group, window, iters, logLevel, reload, destroyJvm, oneway, calls, warmup, plain, spin;
     size_t minSize, maxSize;
-    double timeout;
+    double timeout, warmSeconds;
 };
 extern struct driver_options opt;
+
+/* blocks until every rank reached the barrier `name` (files in opt.dir), or dies after opt.timeout */
+void barrier(const char* name);
+
+/* one connection to the other rank, registered buffers of opt.maxSize bytes at least (driver_calls.c) */
+struct calls_peer {
+    void* sendComm;
+    void* recvComm;
+    char* sendBuf;
+    char* recvBuf;
+    void* sendMh;
+    void* recvMh;
+};
+void calls_bench(const struct calls_peer* p, int calls);
 
 void die(const char* fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 double now(void);

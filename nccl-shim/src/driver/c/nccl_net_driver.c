@@ -10,6 +10,8 @@
  *      the real size, grouped receives (--group buffers per irecv, one tag each);
  *   2. a bandwidth round: --iters messages per peer, up to --window grouped requests in flight per connection,
  *      only a sequence word per message checked; prints the rank's send and receive bandwidth.
+ *    (--oneway: only rank 0 sends, as `jmesh bw` measures; --calls N: no rounds, what each call costs instead, see
+ *    driver_calls.c.)
  * Then an orderly close (closeSend/closeRecv/deregMr/closeListen/finalize) and, with --reload, dlclose, dlopen and a
  * second init to check that the plugin survives being unloaded as NCCL 2.30 does.
  *
@@ -19,6 +21,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,7 +34,9 @@
 
 /* ---- options and failure --------------------------------------------------------------------------------------- */
 
-struct driver_options opt = {NULL, NULL, -1, 0, 0, -1, 2, 8, 64, NCCL_LOG_WARN, 0, 0, 4096, 1 << 20, 60.0};
+struct driver_options opt = {.rank = -1, .dev = -1, .group = 2, .window = 8, .iters = 64, .warmup = -1,
+                             .logLevel = NCCL_LOG_WARN, .minSize = 4096, .maxSize = 1 << 20, .timeout = 60.0,
+                             .warmSeconds = 2.0};
 
 static double g_start; /* before init: the first listen reports the time from here */
 
@@ -72,7 +77,7 @@ static int read_file(const char* name, void* data, size_t len) {
     return n == len;
 }
 
-static void barrier(const char* name) {
+void barrier(const char* name) {
     char mine[256];
     snprintf(mine, sizeof mine, "barrier-%s-%d", name, opt.rank);
     write_file(mine, "x", 1);
@@ -184,7 +189,8 @@ typedef struct {
 } flow_t;
 
 static size_t msg_len(size_t size, uint64_t seq, int verify) {
-    return verify && size > 1 && seq % 3 == 2 ? size - 1 : size; /* some sends shorter than the posted receive */
+    /* some sends shorter than the posted receive */
+    return verify && !opt.plain && size > 1 && seq % 3 == 2 ? size - 1 : size;
 }
 
 /* Runs one round of `count` messages to and from every peer (count a multiple of group). Returns elapsed seconds. */
@@ -192,7 +198,9 @@ static double round_trip(size_t size, uint64_t count, int verify, uint64_t seqBa
     flow_t sendf[MAX_PEERS], recvf[MAX_PEERS];
     memset(sendf, 0, sizeof sendf);
     memset(recvf, 0, sizeof recvf);
-    uint64_t groups = count / opt.group;
+    /* --oneway: rank 0 only sends, rank 1 only receives, as `jmesh bw` measures one direction */
+    uint64_t sends = opt.oneway && opt.rank != 0 ? 0 : count;
+    uint64_t groups = opt.oneway && opt.rank == 0 ? 0 : count / opt.group;
     size_t slotBytes = size ? size : 1;
     int slots = opt.window * opt.group;
     if (!verify) { /* bandwidth: fill once, only the sequence word changes */
@@ -210,7 +218,7 @@ static double round_trip(size_t size, uint64_t count, int verify, uint64_t seqBa
             flow_t* s = &sendf[i];
             flow_t* r = &recvf[i];
             /* sender: keep up to window*group messages in flight, complete them in order */
-            if (s->posted < count && s->posted - s->completed < (uint64_t)slots) {
+            if (s->posted < sends && s->posted - s->completed < (uint64_t)slots) {
                 uint64_t seq = seqBase + s->posted;
                 int slot = (int)(s->posted % slots);
                 char* buf = p->sendBuf + slot * slotBytes;
@@ -228,7 +236,7 @@ static double round_trip(size_t size, uint64_t count, int verify, uint64_t seqBa
                 int sz[MAX_GROUP] = {0};
                 if (n_test(s->req[s->completed % (MAX_WINDOW * MAX_GROUP)], sz)) {
                     uint64_t seq = seqBase + s->completed;
-                    if ((size_t)sz[0] != msg_len(size, seq, verify)) {
+                    if (!opt.plain && (size_t)sz[0] != msg_len(size, seq, verify)) {
                         fprintf(stderr, "driver: rank %d: send %llu to rank %d: test reported %d bytes, sent %zu\n",
                                 opt.rank, (unsigned long long)seq, p->rank, sz[0], msg_len(size, seq, verify));
                         (*errors)++;
@@ -262,7 +270,7 @@ static double round_trip(size_t size, uint64_t count, int verify, uint64_t seqBa
                         uint64_t seq = seqBase + r->completed * opt.group + g;
                         size_t len = msg_len(size, seq, verify);
                         const char* buf = p->recvBuf + (size_t)(wslot * opt.group + g) * slotBytes;
-                        if ((size_t)sz[g] != len) {
+                        if (!opt.plain && (size_t)sz[g] != len) {
                             fprintf(stderr, "driver: rank %d: receive %llu from rank %d: test reported %d bytes, "
                                     "expected %zu\n", opt.rank, (unsigned long long)seq, p->rank, sz[g], len);
                             (*errors)++;
@@ -290,20 +298,53 @@ static double round_trip(size_t size, uint64_t count, int verify, uint64_t seqBa
                     progress = 1;
                 }
             }
-            if (s->completed < count || r->completed < groups) busy = 1;
+            if (s->completed < sends || r->completed < groups) busy = 1;
         }
         if (busy && now() > deadline) {
             for (int i = 0; i < npeers; i++)
                 fprintf(stderr, "driver: rank %d: peer %d: sent %llu/%llu (completed %llu), received %llu/%llu groups\n",
-                        opt.rank, peers[i].rank, (unsigned long long)sendf[i].posted, (unsigned long long)count,
+                        opt.rank, peers[i].rank, (unsigned long long)sendf[i].posted, (unsigned long long)sends,
                         (unsigned long long)sendf[i].completed, (unsigned long long)recvf[i].completed,
                         (unsigned long long)groups);
             die("timed out after %.0f s in a %s round of %zu-byte messages", opt.timeout,
                 verify ? "verification" : "bandwidth", size);
         }
-        (void)progress;
+        /* as NCCL's proxy thread: "No request progressed. Let others run." */
+        if (!progress && !opt.spin) sched_yield();
     }
     return now() - t0;
+}
+
+/* Per message size: a verification round, then a bandwidth round; prints a line per size. */
+static void rounds(void) {
+    uint64_t errors = 0, seq = 0;
+    size_t sizes[64];
+    int nsizes = 0;
+    for (size_t s = opt.minSize; s < opt.maxSize && nsizes < 63; s = s ? s * 4 : 4096) sizes[nsizes++] = s;
+    sizes[nsizes++] = opt.maxSize;
+    printf("driver: rank %d: %10s %8s %14s %12s  (window %d, group %d, %d peer(s); bandwidth = %s / round time; MB "
+           "= 2^20 bytes, as perftest)\n", opt.rank, "bytes", "msgs/peer", "GB/s", "MB/s", opt.window, opt.group,
+           npeers,
+           !opt.oneway ? "this rank's bytes sent to all peers (the same amount is received)"
+           : opt.rank == 0 ? "bytes sent (--oneway)" : "bytes received (--oneway)");
+    for (int si = 0; si < nsizes; si++) {
+        size_t size = sizes[si];
+        uint64_t vcount = (uint64_t)opt.group * opt.window * 2;
+        round_trip(size, vcount, 1, seq, &errors);
+        seq += vcount;
+        if (si == 0 && opt.warmup > 0) { /* unmeasured, for the JIT of a plugin in Java */
+            uint64_t w = ((uint64_t)opt.warmup + opt.group - 1) / opt.group * opt.group;
+            round_trip(size, w, 0, seq, &errors);
+            seq += w;
+        }
+        double secs = round_trip(size, (uint64_t)opt.iters, 0, seq, &errors);
+        seq += (uint64_t)opt.iters;
+        double gbs = (double)size * opt.iters * npeers / secs / 1e9;
+        printf("driver: rank %d: %10zu %8d %14.4f %12.2f\n", opt.rank, size, opt.iters, gbs, gbs * 1e9 / 1048576);
+        if (errors) die("%llu error(s) at %zu bytes (see above)", (unsigned long long)errors, size);
+    }
+    printf("driver: rank %d: verified every byte of %llu messages per peer, %s\n", opt.rank, (unsigned long long)seq,
+           opt.plain ? "sizes reported by test() not checked (--plain)" : "sizes reported by test() correct");
 }
 
 static void close_all(void) {
@@ -338,6 +379,15 @@ static void usage(void) {
             "  --group G      buffers per grouped receive (default 2, max 8)\n"
             "  --timeout S    deadline for every wait (default 60)\n"
             "  --log-level L  print plugin log lines up to NCCL level L (2 WARN, 3 INFO, 5 TRACE; default 2)\n"
+            "  --warmup M     unmeasured messages at the first size before its bandwidth round (default --iters)\n"
+            "  --oneway       rank 0 only sends, rank 1 only receives (2 ranks), as `jmesh bw` measures\n"
+            "  --calls N      instead of the rounds: the cost of test() that finds nothing (N calls), then N\n"
+            "                 round trips of --min bytes with the time spent in isend and irecv (2 ranks)\n"
+            "  --warm-seconds S  --calls: unmeasured calls and round trips first, for the JIT (default 2)\n"
+            "  --spin         never yield the CPU while waiting (by default a pass over the requests that\n"
+            "                 finds nothing calls sched_yield(), as NCCL's proxy thread does)\n"
+            "  --plain        every send the receive's full size, and the sizes test() reports not checked:\n"
+            "                 for a baseline plugin that reports the posted size (the reference plugin)\n"
             "  --reload       after closing, dlclose and load the plugin again and re-init it\n"
             "  --destroy-jvm  at the end, destroy the JVM the plugin started (so that options such as\n"
             "                 -XX:AOTMode=record in JMESH_JVM_OPTS write their output, as at a JVM's exit)\n");
@@ -366,6 +416,12 @@ int main(int argc, char** argv) {
         else if (ARG("--group")) opt.group = atoi(v);
         else if (ARG("--timeout")) opt.timeout = atof(v);
         else if (ARG("--log-level")) opt.logLevel = atoi(v);
+        else if (ARG("--calls")) opt.calls = atoi(v);
+        else if (ARG("--warmup")) opt.warmup = atoi(v);
+        else if (ARG("--warm-seconds")) opt.warmSeconds = atof(v);
+        else if (strcmp(a, "--oneway") == 0) opt.oneway = 1;
+        else if (strcmp(a, "--plain") == 0) opt.plain = 1;
+        else if (strcmp(a, "--spin") == 0) opt.spin = 1;
         else if (strcmp(a, "--reload") == 0) opt.reload = 1;
         else if (strcmp(a, "--destroy-jvm") == 0) opt.destroyJvm = 1;
         else usage();
@@ -374,7 +430,14 @@ int main(int argc, char** argv) {
         opt.rank >= opt.nranks || opt.group < 1 || opt.group > MAX_GROUP || opt.window < 1 ||
         opt.window > MAX_WINDOW || opt.iters < 1 || opt.minSize > opt.maxSize || opt.timeout <= 0)
         usage();
+    if ((opt.oneway || opt.calls) && opt.nranks != 2)
+        die("--oneway and --calls measure between 2 ranks, not %d", opt.nranks);
+    if (opt.calls < 0) die("--calls %d: give the number of calls to measure", opt.calls);
+    if (opt.calls && opt.minSize < 1) die("--calls: --min must be at least 1 byte (the phase travels in it)");
+    if (opt.warmSeconds < 0 || opt.warmSeconds >= opt.timeout)
+        die("--warm-seconds %.1f: give 0 or more, and less than --timeout (%.0f)", opt.warmSeconds, opt.timeout);
     opt.iters = (opt.iters + opt.group - 1) / opt.group * opt.group;
+    if (opt.warmup < 0) opt.warmup = opt.iters;
 
     const char* name = load();
     printf("driver: rank %d: plugin %s: \"%s\" through ncclNetPlugin_v%d\n", opt.rank, opt.plugin, name, plugin_version());
@@ -389,28 +452,13 @@ int main(int argc, char** argv) {
     connect_all();
     register_all();
     barrier("connected");
-
-    uint64_t errors = 0, seq = 0;
-    size_t sizes[64];
-    int nsizes = 0;
-    for (size_t s = opt.minSize; s < opt.maxSize && nsizes < 63; s = s ? s * 4 : 4096) sizes[nsizes++] = s;
-    sizes[nsizes++] = opt.maxSize;
-    printf("driver: rank %d: %10s %8s %14s  (window %d, group %d, %d peer(s); GB/s = this rank's bytes sent to all "
-           "peers / round time, the same amount is received)\n", opt.rank, "bytes", "msgs/peer", "GB/s", opt.window,
-           opt.group, npeers);
-    for (int si = 0; si < nsizes; si++) {
-        size_t size = sizes[si];
-        uint64_t vcount = (uint64_t)opt.group * opt.window * 2;
-        round_trip(size, vcount, 1, seq, &errors);
-        seq += vcount;
-        double secs = round_trip(size, (uint64_t)opt.iters, 0, seq, &errors);
-        seq += (uint64_t)opt.iters;
-        double gbs = (double)size * opt.iters * npeers / secs / 1e9;
-        printf("driver: rank %d: %10zu %8d %14.3f\n", opt.rank, size, opt.iters, gbs);
-        if (errors) die("%llu error(s) at %zu bytes (see above)", (unsigned long long)errors, size);
+    if (opt.calls) {
+        const peer_t* p = &peers[0];
+        struct calls_peer c = {p->sendComm, p->recvComm, p->sendBuf, p->recvBuf, p->sendMh, p->recvMh};
+        calls_bench(&c, opt.calls);
+    } else {
+        rounds();
     }
-    printf("driver: rank %d: verified every byte of %llu messages per peer, sizes reported by test() correct\n",
-           opt.rank, (unsigned long long)seq);
     barrier("done");
     close_all();
     printf("driver: rank %d: closed all comms, registrations and listeners%s\n", opt.rank,

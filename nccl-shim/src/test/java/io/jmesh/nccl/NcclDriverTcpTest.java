@@ -5,6 +5,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -66,6 +67,51 @@ class NcclDriverTcpTest {
             assertTrue(ranks.getFirst().output().contains("--api " + api
                     + ": this driver speaks the net plugin API v8 to v12"), all);
         }
+    }
+
+    /**
+     * --oneway: only rank 0 sends (its line says bytes sent, rank 1's bytes received), every byte still verified;
+     * --calls: the idle test() figure, the ping-pong figures, and the warm-up/measured/end phases agreed by both
+     * ranks through the messages themselves (rank 1 echoed the measured round trips, then more for the phases).
+     */
+    @Test
+    void measurementModesOneWayAndCalls(@TempDir Path dir) throws Exception {
+        List<DriverRun.Rank> ranks = DriverRun.run(Files.createDirectories(dir.resolve("oneway")), 2, TCP, 180,
+                "--oneway", "--min", "64K", "--max", "256K", "--iters", "32", "--warmup", "16", "--group", "1",
+                "--timeout", "120");
+        String all = DriverRun.describe(ranks);
+        for (DriverRun.Rank r : ranks) {
+            assertEquals(0, r.exit(), all);
+            assertTrue(r.output().contains("verified every byte of"), all);
+            assertTrue(r.output().contains("PASS"), all);
+        }
+        assertTrue(ranks.get(0).output().contains("bytes sent (--oneway)"), all);
+        assertTrue(ranks.get(1).output().contains("bytes received (--oneway)"), all);
+        assertTrue(Pattern.compile(" 262144 +32 +[0-9.]+ +[0-9.]+\n").matcher(ranks.get(1).output()).find(), all);
+
+        ranks = DriverRun.run(Files.createDirectories(dir.resolve("calls")), 2, TCP, 180, "--calls", "500", "--min", "8", "--max", "8",
+                "--window", "4", "--warm-seconds", "0.5", "--timeout", "120");
+        all = DriverRun.describe(ranks);
+        for (DriverRun.Rank r : ranks) {
+            assertEquals(0, r.exit(), all);
+            assertTrue(Pattern.compile("test\\(\\) that finds nothing: [0-9.]+ ns per call \\(500 calls\\)")
+                    .matcher(r.output()).find(), all);
+            assertTrue(r.output().contains("PASS"), all);
+        }
+        assertTrue(Pattern.compile("ping-pong of 8-byte messages \\(500 round trips, 4 receives ahead\\), half a round "
+                + "trip: typical [0-9.]+ us, average [0-9.]+ us; isend [0-9.]+ ns, irecv [0-9.]+ ns per call")
+                .matcher(ranks.get(0).output()).find(), all);
+        assertTrue(Pattern.compile("echoed [0-9]+ messages \\(500 measured\\)").matcher(ranks.get(1).output()).find(),
+                all);
+    }
+
+    /** The measurement modes need exactly two ranks and a message to carry the phase: refused with the reason. */
+    @Test
+    void measurementModesRefuseWhatTheyCannotMeasure(@TempDir Path dir) throws Exception {
+        List<DriverRun.Rank> ranks = DriverRun.run(dir, 1, TCP, 60, "--nranks", "3", "--calls", "10");
+        assertTrue(ranks.getFirst().exit() != 0, DriverRun.describe(ranks));
+        assertTrue(ranks.getFirst().output().contains("--oneway and --calls measure between 2 ranks, not 3"),
+                DriverRun.describe(ranks));
     }
 
     @Test
