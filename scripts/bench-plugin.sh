@@ -18,7 +18,8 @@ jmesh_find_jdk
 jmesh_mvn -o package -pl nccl-shim -am -DskipTests || jmesh_die "the plugin's build failed"
 jmesh_bench_snapshot plugin
 snap=$ROOT/target/bench-runs/$stamp-plugin-classpath
-cp -r "$ROOT/nccl-shim/target/nccl-plugin" "$snap/" || jmesh_die "cannot copy the plugin layout to $snap"
+# -a: the AOT cache checks the jars' times and refuses a copy without them
+cp -a "$ROOT/nccl-shim/target/nccl-plugin" "$snap/" || jmesh_die "cannot copy the plugin layout to $snap"
 export JMESH_REF_PLUGIN=
 if [ -n "$ref" ]; then
     "$ROOT/scripts/ref-plugin/build.sh" "$ref" "$snap/ref" || jmesh_die "the reference plugin's build failed"
