@@ -27,9 +27,13 @@ testbed_step() {
         f=$(echo "$line" | sed 's/.* \([0-9]*\) failed.*/\1/')
         s=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
         add_counts "$p" "$f" "${s:-0}"
+        # the failing tests' lines, for the digest ./test prints last (CI shows only the end of the output)
+        [ "${f:-0}" -gt 0 ] && grep -E '✘|cli-check FAIL|driver: rank [0-9]+: FAIL|: FAIL\b' "$log" | head -10 \
+            | sed "s/^/  $label: /" >> target/test-failures.txt
     fi
     if [ "$status" -ne 0 ] && { [ -z "$line" ] || [ "${f:-0}" -eq 0 ]; }; then
-        echo "testbed $label: failed with exit status $status before reporting tests (log: $log)"
+        echo "testbed $label: failed with exit status $status before reporting tests (log: $log)" \
+            | tee -a target/test-failures.txt
         add_counts 0 1 0
     fi
 }
