@@ -46,6 +46,7 @@ public final class Context {
     private int qpsPerConnection = 1;
     private boolean multiLink = true;
     private int tcpSockets = 4;
+    private int tcpThreads = 4;
     private long handshakeTimeoutMs = 10_000;
     private int handshakeMaxPending = 32;
     private int routePort = 18515;
@@ -128,6 +129,7 @@ public final class Context {
             case QPS_PER_CONNECTION -> qpsPerConnection = (int) v;
             case MULTI_LINK -> multiLink = v == 1;
             case TCP_SOCKETS -> tcpSockets = (int) v;
+            case TCP_THREADS -> tcpThreads = (int) v;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs = v;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending = (int) v;
             case ROUTE_PORT -> routePort = (int) v;
@@ -208,6 +210,7 @@ public final class Context {
             case QPS_PER_CONNECTION -> qpsPerConnection;
             case MULTI_LINK -> multiLink ? 1 : 0;
             case TCP_SOCKETS -> tcpSockets;
+            case TCP_THREADS -> tcpThreads;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending;
             case ROUTE_PORT -> routePort;
@@ -390,6 +393,19 @@ public final class Context {
     public Context tcpSockets(int sockets) {
         tcpSockets = sockets;
         return set(Setting.TCP_SOCKETS, "tcpSockets(" + sockets + ")");
+    }
+
+    /**
+     * Helper threads per fabric that move the bytes of the TCP connections' bulk sockets (default 4); 0: the
+     * application's thread moves them inside {@code isend}/{@code irecv}/{@code test}.
+     */
+    public int tcpThreads() {
+        return tcpThreads;
+    }
+
+    public Context tcpThreads(int threads) {
+        tcpThreads = threads;
+        return set(Setting.TCP_THREADS, "tcpThreads(" + threads + ")");
     }
 
     /** How long one connection handshake may take, in milliseconds (default 10 000). */

@@ -9,7 +9,8 @@ import java.nio.ByteBuffer;
  * <pre>
  *   0 u8  type      0x43 'C'
  *   1 u8  count     buffers in the grouped receive, 1..8
- *   2 u16 reserved  0
+ *   2 u16 flags     bit 0 LOCAL: only the receiving thread may write the buffers (memory of a confined arena):
+ *                   send the messages on socket 0, not through the bulk sockets' helper threads; other bits 0
  *   4 u32 seq       the request's sequence number (1, 2, ...; mod 2^32); its slot is (seq - 1) mod 32
  *   8 u64 reserved  0
  *  16 entries, 8 of 16 bytes (those past count are 0):
@@ -24,7 +25,8 @@ final class CtsFrame {
     static final int MAX_RECVS = 8;
     static final int TYPE_OFFSET = 0;
     static final int COUNT_OFFSET = 1;
-    static final int RESERVED_OFFSET = 2;
+    static final int FLAGS_OFFSET = 2;
+    static final short LOCAL = 1;
     static final int SEQ_OFFSET = 4;
     static final int RESERVED2_OFFSET = 8;
     static final int ENTRIES_OFFSET = 16;
@@ -38,10 +40,10 @@ final class CtsFrame {
     }
 
     /** Writes a frame at {@code at} (absolute puts; the caller moves the position). */
-    static void write(ByteBuffer b, int at, int seq, int count, long[] sizes, int[] tags) {
+    static void write(ByteBuffer b, int at, int seq, int count, long[] sizes, int[] tags, short flags) {
         b.put(at + TYPE_OFFSET, TYPE);
         b.put(at + COUNT_OFFSET, (byte) count);
-        b.putShort(at + RESERVED_OFFSET, (short) 0);
+        b.putShort(at + FLAGS_OFFSET, flags);
         b.putInt(at + SEQ_OFFSET, seq);
         b.putLong(at + RESERVED2_OFFSET, 0);
         for (int i = 0; i < MAX_RECVS; i++) {
@@ -54,6 +56,10 @@ final class CtsFrame {
 
     static int count(ByteBuffer b, int at) {
         return Byte.toUnsignedInt(b.get(at + COUNT_OFFSET));
+    }
+
+    static boolean local(ByteBuffer b, int at) {
+        return (b.getShort(at + FLAGS_OFFSET) & LOCAL) != 0;
     }
 
     static int seq(ByteBuffer b, int at) {
@@ -80,7 +86,7 @@ final class CtsFrame {
         if (n < 1 || n > MAX_RECVS) {
             return "a clear-to-send for " + n + " buffers (1.." + MAX_RECVS + " allowed)";
         }
-        if (b.getShort(at + RESERVED_OFFSET) != 0 || b.getLong(at + RESERVED2_OFFSET) != 0) {
+        if ((b.getShort(at + FLAGS_OFFSET) & ~LOCAL) != 0 || b.getLong(at + RESERVED2_OFFSET) != 0) {
             return "a clear-to-send with non-zero reserved bytes";
         }
         for (int i = 0; i < MAX_RECVS; i++) {

@@ -89,7 +89,8 @@ public final class TcpListener implements Listener {
                 it.remove();
                 SocketChannel[] sockets = p.takeSockets();
                 DataConnection connection = new DataConnection(sockets, "receiver");
-                CoreReceiver r = TcpReceiveWire.receiver(connection, provider.registry(), provider::release);
+                CoreReceiver r = TcpReceiveWire.receiver(connection, provider.registry(), provider.pumps(),
+                        provider::release);
                 if (!provider.adopt(r)) {
                     r.close();
                     throw new IllegalStateException("the TCP provider is closed");

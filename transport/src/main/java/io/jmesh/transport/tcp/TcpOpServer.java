@@ -71,9 +71,9 @@ final class TcpOpServer {
     }
 
     /** Queues a clear-to-send for the next write-back. */
-    void queueCts(int seq, int n, long[] sizes, int[] tags) {
+    void queueCts(int seq, int n, long[] sizes, int[] tags, boolean local) {
         int at = ctrl.position();
-        CtsFrame.write(ctrl, at, seq, n, sizes, tags);
+        CtsFrame.write(ctrl, at, seq, n, sizes, tags, local ? CtsFrame.LOCAL : 0);
         ctrl.position(at + CtsFrame.BYTES);
     }
 

@@ -56,12 +56,16 @@ public final class TcpProvider implements Provider {
     private final RouteService routes;
     private final Set<AutoCloseable> owned = new LinkedHashSet<>();
     private final TcpRegistry registry = new TcpRegistry();
+    private final int threads;
+    /** The helper threads that move the bulk sockets; started with the first connection. */
+    private TcpPumps pumps;
     private boolean closed;
 
-    TcpProvider(List<LocalLink> links, int sockets, Duration handshakeTimeout, HandshakeAgent agent, TcpRelay relay,
-                RouteService routes) {
+    TcpProvider(List<LocalLink> links, int sockets, int threads, Duration handshakeTimeout, HandshakeAgent agent,
+                TcpRelay relay, RouteService routes) {
         this.links = List.copyOf(links);
         this.sockets = sockets;
+        this.threads = threads;
         this.handshakeTimeout = handshakeTimeout;
         this.agent = agent;
         this.relay = relay;
@@ -99,9 +103,10 @@ public final class TcpProvider implements Provider {
             throw new UncheckedIOException("cannot start the jmesh relay and route discovery: " + e.getMessage(),
                     (IOException) e);
         }
-        LOG.info("jmesh tcp: links {}, {} data sockets per connection, relay ports {}", links, context.tcpSockets(),
-                relay.ports());
-        return new TcpProvider(links, context.tcpSockets(), context.handshakeTimeout(), agent, relay, routes);
+        LOG.info("jmesh tcp: links {}, {} data sockets per connection, {} helper threads, relay ports {}", links,
+                context.tcpSockets(), context.tcpThreads(), relay.ports());
+        return new TcpProvider(links, context.tcpSockets(), context.tcpThreads(), context.handshakeTimeout(), agent,
+                relay, routes);
     }
 
     @Override
@@ -226,6 +231,14 @@ public final class TcpProvider implements Provider {
         return new TcpRegistration(memory, registry);
     }
 
+    /** The helper threads for the bulk sockets of a new connection (started now if not yet); null when 0. */
+    synchronized TcpPumps pumps() {
+        if (pumps == null && threads > 0 && sockets > 1) {
+            pumps = TcpPumps.start(threads, Integer.toHexString(System.identityHashCode(this)));
+        }
+        return pumps;
+    }
+
     /** This provider's open registrations by id, for one-sided requests from peers. */
     TcpRegistry registry() {
         return registry;
@@ -266,6 +279,7 @@ public final class TcpProvider implements Provider {
             owned.clear();
         }
         toClose.sort((a, b) -> Integer.compare(rank(a), rank(b)));
+        toClose.add(pumps);                 // after the connections: their lanes are retired by then
         toClose.add(routes);                // after the connections they route; null entries are skipped
         toClose.add(relay);
         toClose.add(agent);                 // last: the connects and listeners hand their sockets back to it

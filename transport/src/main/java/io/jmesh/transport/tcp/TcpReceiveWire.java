@@ -18,13 +18,16 @@ import java.util.function.Consumer;
  * The TCP wire of a receiver: posting a grouped receive queues one clear-to-send frame ({@link CtsFrame}, each
  * buffer's size and tag) for data socket 0. Chunks ({@link ChunkHeader}) arrive on any data socket and are read
  * straight into the posted buffer at their offset, after every field of the header has been checked against the
- * posted receive; anything else fails the connection. Socket 0 also carries the peer's one-sided requests, which
- * {@link TcpOpServer} serves; a receive completes only once the operations its sender issued before it are applied.
+ * posted receive; anything else fails the connection. Socket 0 (small messages) is read here, on this end's thread;
+ * the bulk sockets by their {@link ReceiveLane}s, on the fabric's helper threads, which check each header against the
+ * {@link PostedTable} and file each chunk in place as an event that this thread then accounts for exactly as a chunk
+ * of socket 0. Socket 0 also carries the peer's one-sided requests, which {@link TcpOpServer} serves; a receive
+ * completes only once the operations its sender issued before it are applied.
  *
- * <p>Progress: write what is owed on socket 0, then at most {@value #READS_PER_SOCKET} non-blocking reads per data
- * socket. When the peer closes, data already on the way is still taken: the connection fails once every socket has
- * reached end of stream (or {@value #EOF_GRACE_MS} ms after the first did); a reset fails it at once. A flush completes
- * at once: over TCP the CPU wrote the data, so it is visible once the receive completed.
+ * <p>Progress: write what is owed on socket 0, then at most {@value #READS_PER_SOCKET} non-blocking reads of it, then
+ * the lanes' events. When the peer closes, data already on the way is still taken: the connection fails once every
+ * socket has reached end of stream (or {@value #EOF_GRACE_MS} ms after the first did); a reset fails it at once. A
+ * flush completes at once: over TCP the CPU wrote the data, so it is visible once the receive completed.
  */
 final class TcpReceiveWire implements ReceiveWire {
     static final int READS_PER_SOCKET = 8;
@@ -38,6 +41,9 @@ final class TcpReceiveWire implements ReceiveWire {
     private final TcpOpServer server;
     private final SocketChannel[] sockets;
     private final int socketCount;
+    /** The bulk sockets (1 and up) and what they check chunks against; no table without them. */
+    private final ReceiveLane[] lanes;
+    private final PostedTable posted;
 
     /** per slot: one-sided operations that must be applied before it completes; whether every buffer is in */
     private final int[] slotOps = new int[Cts.MAX_REQUESTS];
@@ -59,7 +65,7 @@ final class TcpReceiveWire implements ReceiveWire {
     private long firstEndOfStreamNanos;
     private final TcpRegistry registry;
 
-    private TcpReceiveWire(DataConnection conn, ReceiveSlot[] slots, TcpRegistry registry) {
+    private TcpReceiveWire(DataConnection conn, ReceiveSlot[] slots, TcpRegistry registry, TcpPumps pumps) {
         this.registry = registry;
         this.conn = conn;
         this.slots = slots;
@@ -77,15 +83,25 @@ final class TcpReceiveWire implements ReceiveWire {
             reading[j] = HEADER;
             views[j] = new ViewCache();
         }
+        lanes = new ReceiveLane[socketCount - 1];
+        posted = lanes.length > 0 ? new PostedTable() : null;
+        for (int l = 0; l < lanes.length; l++) {
+            lanes[l] = new ReceiveLane(sockets[l + 1], conn, posted);
+            if (pumps != null) {
+                pumps.attach(lanes[l]);
+            }
+        }
     }
 
     /**
      * The receiving end over {@code conn}'s sockets; {@code registry} is where the peer's one-sided requests look
-     * their registration up (null refuses them all); {@code onClose} runs once when it closes.
+     * their registration up (null refuses them all); {@code pumps} read the bulk sockets (null: this end's own
+     * thread, in progress()); {@code onClose} runs once when it closes.
      */
-    static CoreReceiver receiver(DataConnection conn, TcpRegistry registry, Consumer<AutoCloseable> onClose) {
+    static CoreReceiver receiver(DataConnection conn, TcpRegistry registry, TcpPumps pumps,
+                                 Consumer<AutoCloseable> onClose) {
         ReceiveSlot[] ring = CoreReceiver.ring();
-        return new CoreReceiver(conn, ring, new TcpReceiveWire(conn, ring, registry), onClose);
+        return new CoreReceiver(conn, ring, new TcpReceiveWire(conn, ring, registry, pumps), onClose);
     }
 
     @Override
@@ -101,7 +117,14 @@ final class TcpReceiveWire implements ReceiveWire {
         }
         slotOps[slot.index] = server.applied();
         doneMask[slot.index] = 0;
-        server.queueCts((int) slot.seq, slot.nreqs, slot.maxSize, slot.tag);
+        boolean local = false;
+        if (posted != null) {
+            posted.publish(slot);                  // before the clear-to-send can reach the peer
+            for (int i = 0; i < slot.nreqs; i++) {
+                local |= !((TcpRegistration) slot.registration[i]).shared;
+            }
+        }
+        server.queueCts((int) slot.seq, slot.nreqs, slot.maxSize, slot.tag, local);
         progress();                                // a failure shows in test, as for a receive posted earlier
         return 0;
     }
@@ -120,12 +143,23 @@ final class TcpReceiveWire implements ReceiveWire {
 
     @Override
     public void progress() {
-        if (conn.state() != 0 || !server.writeBack(sockets[0])) {
+        // once the peer ended socket 0 it reads nothing more: a write would only turn its orderly close into a reset
+        if (conn.state() != 0 || (!endOfStream[0] && !server.writeBack(sockets[0]))) {
             return;
         }
-        for (int j = 0; j < socketCount; j++) {
-            if (!endOfStream[j] && !read(j)) {
+        if (!endOfStream[0] && !read(0)) {
+            return;
+        }
+        for (ReceiveLane lane : lanes) {
+            if (!lane.pumped()) {
+                lane.pump();
+            }
+            if (!takeEvents(lane)) {
                 return;
+            }
+            if (lane.endOfStream() && lane.filed() == lane.taken() && !lane.counted) {
+                lane.counted = true;
+                endOfStreamSeen();
             }
         }
         if (endOfStreamCount > 0 && (endOfStreamCount == socketCount
@@ -133,7 +167,7 @@ final class TcpReceiveWire implements ReceiveWire {
             conn.lostEndOfStream("");
             return;
         }
-        if (server.owed()) {
+        if (server.owed() && !endOfStream[0]) {
             server.writeBack(sockets[0]);
         }
     }
@@ -166,9 +200,7 @@ final class TcpReceiveWire implements ReceiveWire {
                     return false;
                 }
                 endOfStream[j] = true;
-                if (endOfStreamCount++ == 0) {
-                    firstEndOfStreamNanos = System.nanoTime();
-                }
+                endOfStreamSeen();
                 return true;
             }
             if (b.hasRemaining()) {
@@ -190,6 +222,28 @@ final class TcpReceiveWire implements ReceiveWire {
                 chunkReceived(state, length[j]);
             }
         }
+        return true;
+    }
+
+    private void endOfStreamSeen() {
+        if (endOfStreamCount++ == 0) {
+            firstEndOfStreamNanos = System.nanoTime();
+        }
+    }
+
+    /** Accounts for the chunks a lane has put in place; false when one broke the protocol (then it failed). */
+    private boolean takeEvents(ReceiveLane lane) {
+        long filed = lane.filed();
+        long e = lane.taken();
+        for (; e < filed; e++) {
+            int length = lane.length(e);
+            int k = accept(lane.seq(e), lane.index(e), lane.total(e), length, lane.ops(e));
+            if (k < 0) {
+                return false;
+            }
+            chunkReceived(k, length);
+        }
+        lane.take(e);
         return true;
     }
 
@@ -220,52 +274,62 @@ final class TcpReceiveWire implements ReceiveWire {
             conn.violation(bad);
             return false;
         }
-        int seq = ChunkHeader.seq(h);
+        int chunk = ChunkHeader.length(h);
+        int k = accept(ChunkHeader.seq(h), ChunkHeader.index(h), ChunkHeader.total(h), chunk, ChunkHeader.ops(h));
+        if (k < 0) {
+            return false;
+        }
+        h.clear();
+        if (chunk == 0) {
+            chunkReceived(k, 0);
+            return true;
+        }
+        ReceiveSlot slot = slots[k / Cts.MAX_RECVS];
+        int index = k % Cts.MAX_RECVS;
+        reading[j] = k;
+        length[j] = chunk;
+        payload[j] = views[j].view((TcpRegistration) slot.registration[index],
+                slot.offset[index] + ChunkHeader.offset(h), chunk);
+        return true;
+    }
+
+    /**
+     * Checks a well-formed chunk against the posted receive and what arrived of its message so far, and records its
+     * total and operation count; returns the buffer's id (slot * 8 + index), or -1 when it failed the connection.
+     */
+    private int accept(int seq, int index, long total, int chunk, int ops) {
         ReceiveSlot slot = slots[(seq - 1) & (Cts.MAX_REQUESTS - 1)];
         if (!slot.busy() || (int) slot.seq != seq || slot.completed() || doneMask[slot.index] == mask(slot)) {
             conn.violation("data for receive number " + Integer.toUnsignedString(seq) + ", which is not posted");
-            return false;
+            return -1;
         }
-        int index = ChunkHeader.index(h);
         if (index >= slot.nreqs) {
             conn.violation("data for buffer " + index + " of a receive of " + slot.nreqs + " buffers");
-            return false;
+            return -1;
         }
         int k = slot.index * Cts.MAX_RECVS + index;
-        long total = ChunkHeader.total(h);
-        int chunk = ChunkHeader.length(h);
         if (total > slot.maxSize[index]) {
             conn.violation("a message of " + total + " bytes for a buffer of " + slot.maxSize[index]
                     + " (the sender must answer TRUNCATED instead)");
-            return false;
+            return -1;
         }
         if ((doneMask[slot.index] & (1 << index)) != 0 || (expected[k] >= 0 && expected[k] != total)
                 || slot.received[index] + chunk > total) {
             conn.violation("a chunk that does not fit the message of " + total + " bytes it belongs to");
-            return false;
+            return -1;
         }
-        int ops = ChunkHeader.ops(h);
         int applied = server.applied();
         if (ops - applied > OpWindow.SIZE || (expected[k] >= 0 && messageOps[k] != ops)) {
             conn.violation("a data chunk after " + Integer.toUnsignedString(ops) + " one-sided operations, with "
                     + Integer.toUnsignedString(applied) + " applied and at most " + OpWindow.SIZE + " in flight");
-            return false;
+            return -1;
         }
         messageOps[k] = ops;
         if (ops - slotOps[slot.index] > 0) {
             slotOps[slot.index] = ops;
         }
         expected[k] = total;
-        h.clear();
-        if (chunk == 0) {
-            chunkReceived(k, 0);
-            return true;
-        }
-        reading[j] = k;
-        length[j] = chunk;
-        payload[j] = views[j].view((TcpRegistration) slot.registration[index],
-                slot.offset[index] + ChunkHeader.offset(h), chunk);
-        return true;
+        return k;
     }
 
     private static int mask(ReceiveSlot slot) {
@@ -282,7 +346,7 @@ final class TcpReceiveWire implements ReceiveWire {
                 return;
             }
             if (server.applied() - slotOps[slot.index] >= 0) {
-                slot.complete();
+                complete(slot);
             } else {
                 waiting++;                         // one-sided operations issued before it are still on the way
             }
@@ -298,10 +362,17 @@ final class TcpReceiveWire implements ReceiveWire {
         for (ReceiveSlot slot : slots) {
             if (slot.busy() && !slot.completed() && doneMask[slot.index] == mask(slot)
                     && applied - slotOps[slot.index] >= 0) {
-                slot.complete();
+                complete(slot);
                 waiting--;
             }
         }
+    }
+
+    private void complete(ReceiveSlot slot) {
+        if (posted != null) {
+            posted.retire(slot.index);
+        }
+        slot.complete();
     }
 
     /** The sockets this end reads from, and their fate. */
@@ -309,9 +380,12 @@ final class TcpReceiveWire implements ReceiveWire {
         return conn;
     }
 
-    /** Closes the data sockets; requests in flight fail at the peer. */
+    /** Stops the lanes' helpers from touching the sockets and memory, then closes the sockets; the peer sees it. */
     @Override
     public void close() {
+        for (ReceiveLane lane : lanes) {
+            lane.retire();
+        }
         conn.close();
     }
 

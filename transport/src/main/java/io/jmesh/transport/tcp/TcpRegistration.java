@@ -30,6 +30,12 @@ public final class TcpRegistration implements Registration {
     /** The id peers name this registration by; 0 when it is not in a registry (not reachable one-sided). */
     final long id;
     private volatile boolean closed;
+    /**
+     * Whether threads other than the registering one may touch the memory (not a confined arena's): only then may
+     * the fabric's helper threads send from it or receive into it ({@link TcpPumps}).
+     */
+    final boolean shared;
+    private static final Thread ANOTHER = Thread.ofVirtual().unstarted(() -> { });
 
     /**
      * Whether a connection of the fabric with {@code registry} may use this registration: only its own fabric's, as
@@ -66,6 +72,7 @@ public final class TcpRegistration implements Registration {
             throw new IllegalArgumentException("the TCP provider cannot send from or receive into " + memory + ": "
                     + e.getMessage() + "; use native memory (Arena.allocate) or a byte[] segment", e);
         }
+        this.shared = memory.isAccessibleBy(ANOTHER);
         this.registry = registry;
         this.id = registry == null ? 0 : registry.add(this);
     }

@@ -19,9 +19,12 @@ import java.util.function.Consumer;
 /**
  * The TCP wire of a sender. The receiver sends a clear-to-send frame ({@link CtsFrame}) per grouped receive on data
  * socket 0; each is checked and filed as {@link Cts} entries into a local FIFO, where the core matches sends exactly
- * as on verbs. A matched message is cut into chunks ({@link ChunkHeader}) that go out on whichever data socket is
- * free, straight from the registered memory; one-sided writes and reads ({@link OpFrame}) go on socket 0 ahead of
- * data. The peer's receiver applies them and answers on socket 0 (read data, then a completion per operation).
+ * as on verbs. A matched message of up to {@value #SMALL} bytes goes out on socket 0 from this thread, at once; a
+ * larger one is cut into chunks ({@link ChunkHeader}) handed to the bulk sockets' {@link SendLane}s, which the
+ * fabric's helper threads write straight from the registered memory, in parallel ({@link TcpPumps}). One-sided writes
+ * and reads ({@link OpFrame}) go on socket 0 ahead of small messages. The peer's receiver applies them and answers on
+ * socket 0 (read data, then a completion per operation). A connection of one socket, or memory only this thread may
+ * touch (a confined arena), sends everything on socket 0.
  *
  * <p>Requests complete in issue order: a message once all its bytes are in the kernel's send buffers (the verbs
  * sender's local completion), an operation once the owner answered, and neither before every earlier one. Every
@@ -30,6 +33,8 @@ import java.util.function.Consumer;
  */
 final class TcpSendWire implements SendWire {
     static final int WRITES_PER_SOCKET = 8;
+    /** The largest message that goes on socket 0 when the connection has bulk sockets. */
+    static final int SMALL = ChunkHeader.SEND_MIN;
     /** More than the requests that can be in flight at once (messages + operations). */
     private static final int ORDER = 512;
     private static final int REVERSE_BYTES = 64 << 10;
@@ -49,7 +54,6 @@ final class TcpSendWire implements SendWire {
     private final DataConnection conn;
     private final SendSlot[] slots;
     private final SocketChannel[] sockets;
-    private final int socketCount;
     private final MemorySegment fifo = Arena.ofAuto().allocate(Cts.FIFO_BYTES, 64);
 
     // socket 0's reverse direction: clear-to-sends, answers to reads, completions of operations
@@ -61,14 +65,25 @@ final class TcpSendWire implements SendWire {
     /** Clear-to-sends filed so far, and the ring position of the next entry. */
     private long ctsReceived;
     private long entryHead;
+    /** Per receive number (mod {@link Cts#MAX_REQUESTS}): its buffers may only be written by the peer's own thread. */
+    private final boolean[] peerLocal = new boolean[Cts.MAX_REQUESTS];
     /** Slots the core filled so far: a clear-to-send may only reuse a slot that has been full. */
     private long full;
 
     private final Outgoing[] out = new Outgoing[CoreSender.MESSAGES];
-    /** Message ids with chunks still to hand out, in matching order. */
+    /** Message ids with chunks still to hand out on socket 0, in matching order. */
     private final int[] queue = new int[CoreSender.MESSAGES];
     private int queueHead;
     private int queueTail;
+    /** Message ids with chunks still to hand to the bulk lanes, in matching order. */
+    private final int[] bulk = new int[CoreSender.MESSAGES];
+    private int bulkHead;
+    private int bulkTail;
+
+    // the bulk sockets (1 and up): per lane, the message of each chunk offered, and how many chunks were accounted
+    private final SendLane[] lanes;
+    private final int[][] laneMessage;
+    private final long[] laneDone;
 
     // one-sided operations: issued, put on the wire (all pieces handed to socket 0), answered by the owner
     private final Op[] ops = new Op[OpWindow.SIZE];
@@ -88,41 +103,41 @@ final class TcpSendWire implements SendWire {
     private long issued;
     private long completedThrough;
 
-    // per data socket: the chunk it is writing
-    private final ByteBuffer[] headers;
-    private final ByteBuffer[] payload;
-    private final int[] socketMessage;
-    private final ViewCache[] views;
+    // socket 0: the frame or chunk it is writing, and of which message (-1: none, or an operation's frame)
+    private final ByteBuffer header0 = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
+    private ByteBuffer payload0 = EMPTY;
+    private int socketMessage0 = -1;
+    private final ViewCache views0 = new ViewCache();
     private final TcpRegistry registry;
 
-    private TcpSendWire(DataConnection conn, SendSlot[] slots, TcpRegistry registry) {
+    private TcpSendWire(DataConnection conn, SendSlot[] slots, TcpRegistry registry, TcpPumps pumps) {
         this.conn = conn;
         this.registry = registry;
         this.slots = slots;
         this.sockets = conn.sockets;
-        this.socketCount = sockets.length;
-        this.headers = new ByteBuffer[socketCount];
-        this.payload = new ByteBuffer[socketCount];
-        this.socketMessage = new int[socketCount];
-        this.views = new ViewCache[socketCount];
-        for (int j = 0; j < socketCount; j++) {
-            headers[j] = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
-            payload[j] = EMPTY;
-            socketMessage[j] = -1;
-            views[j] = new ViewCache();
-        }
         for (int k = 0; k < out.length; k++) {
             out[k] = new Outgoing();
+        }
+        lanes = new SendLane[sockets.length - 1];
+        laneMessage = new int[lanes.length][SendLane.DEPTH];
+        laneDone = new long[lanes.length];
+        for (int l = 0; l < lanes.length; l++) {
+            lanes[l] = new SendLane(sockets[l + 1], conn);
+            if (pumps != null) {
+                pumps.attach(lanes[l]);
+            }
         }
     }
 
     /**
      * The sending end over {@code conn}'s sockets, sending from registrations of {@code registry}'s fabric (null: any,
-     * for tests); {@code onClose} runs once when it closes.
+     * for tests); {@code pumps} move the bulk sockets (null: this end's own thread, in progress()); {@code onClose}
+     * runs once when it closes.
      */
-    static CoreSender sender(DataConnection conn, TcpRegistry registry, Consumer<AutoCloseable> onClose) {
+    static CoreSender sender(DataConnection conn, TcpRegistry registry, TcpPumps pumps,
+                             Consumer<AutoCloseable> onClose) {
         SendSlot[] ring = CoreSender.ring();
-        TcpSendWire wire = new TcpSendWire(conn, ring, registry);
+        TcpSendWire wire = new TcpSendWire(conn, ring, registry, pumps);
         return new CoreSender(conn, wire.fifo, ring, wire, onClose);
     }
 
@@ -135,7 +150,10 @@ final class TcpSendWire implements SendWire {
     public void matched(SendSlot slot, int i) {
         int k = slot.index * Cts.MAX_RECVS + i;
         Outgoing m = out[k];
-        long share = (slot.length[i] + socketCount - 1) / socketCount;
+        long length = slot.length[i];
+        boolean striped = lanes.length > 0 && length > SMALL && ((TcpRegistration) slot.registration[i]).shared
+                && !peerLocal[(int) ((slot.seq - 1) & (Cts.MAX_REQUESTS - 1))];
+        long share = striped ? (length + lanes.length - 1) / lanes.length : length;
         long chunk = Math.min(ChunkHeader.SEND_MAX, Math.max(ChunkHeader.SEND_MIN, share));
         m.chunk = (int) ((chunk + 4095) & ~4095L);
         m.assigned = 0;
@@ -144,7 +162,11 @@ final class TcpSendWire implements SendWire {
         m.issue = ++issued;
         order[(int) (m.issue & (ORDER - 1))] = k;
         m.queued = true;
-        queue[queueTail++ & (CoreSender.MESSAGES - 1)] = k;
+        if (striped) {
+            bulk[bulkTail++ & (CoreSender.MESSAGES - 1)] = k;
+        } else {
+            queue[queueTail++ & (CoreSender.MESSAGES - 1)] = k;
+        }
         if (slot.full()) {
             full++;
         }
@@ -290,6 +312,7 @@ final class TcpSendWire implements SendWire {
         }
         entryHead += n;
         ctsReceived = seq;
+        peerLocal[(int) ((seq - 1) & (Cts.MAX_REQUESTS - 1))] = CtsFrame.local(reverse, at);
         return true;
     }
 
@@ -352,51 +375,113 @@ final class TcpSendWire implements SendWire {
                 + "match the peer's registration); use the RemoteRegion exactly as the peer sent it");
     }
 
-    /**
-     * Writes chunks on every data socket, handing each free socket the next chunk; socket 0 takes one-sided frames
-     * first. Header and payload go out as two single-buffer writes: the JDK's gathering write allocates per call for
-     * buffers over memory segments.
-     */
+    /** Writes on socket 0, hands chunks to the bulk lanes and collects the chunks they wrote. */
     private void transmit() {
-        for (int j = 0; j < socketCount; j++) {
-            SocketChannel ch = sockets[j];
-            ByteBuffer header = headers[j];
-            for (int w = 0; w < WRITES_PER_SOCKET; w++) {
-                if (socketMessage[j] < 0 && !(j == 0 && socketOp) && !(j == 0 && assignOp()) && !assign(j)) {
+        transmitSmall();
+        if (lanes.length > 0 && !conn.failed()) {
+            collect();
+            feed();
+            boolean inline = false;
+            for (SendLane lane : lanes) {
+                if (!lane.pumped()) {
+                    lane.pump();
+                    inline = true;
+                }
+            }
+            if (inline) {
+                collect();
+            }
+        }
+    }
+
+    /** Accounts for the chunks the lanes finished writing, in each lane's order. */
+    private void collect() {
+        for (int l = 0; l < lanes.length; l++) {
+            long written = lanes[l].written();
+            for (long c = laneDone[l]; c < written; c++) {
+                chunkDone(laneMessage[l][(int) (c & (SendLane.DEPTH - 1))]);
+            }
+            laneDone[l] = written;
+        }
+    }
+
+    /** Hands the queued large messages' chunks to the lanes, each to the one with the fewest chunks queued. */
+    private void feed() {
+        while (bulkHead != bulkTail) {
+            SendLane lane = null;
+            int at = -1;
+            long least = SendLane.DEPTH;
+            for (int l = 0; l < lanes.length; l++) {
+                long queued = lanes[l].offered() - laneDone[l];
+                if (queued < least) {
+                    least = queued;
+                    lane = lanes[l];
+                    at = l;
+                }
+            }
+            if (lane == null) {
+                return;                            // every lane has DEPTH chunks queued
+            }
+            int k = bulk[bulkHead & (CoreSender.MESSAGES - 1)];
+            SendSlot slot = slots[k / Cts.MAX_RECVS];
+            int i = k % Cts.MAX_RECVS;
+            Outgoing m = out[k];
+            long total = slot.length[i];
+            long offset = m.assigned;
+            int length = (int) Math.min(m.chunk, total - offset);
+            laneMessage[at][(int) (lane.offered() & (SendLane.DEPTH - 1))] = k;
+            lane.offer(i, (int) slot.seq, total, offset, length, m.ops, (TcpRegistration) slot.registration[i],
+                    slot.offset[i] + offset);
+            m.assigned = offset + length;
+            m.outstanding++;
+            if (m.assigned == total) {
+                m.queued = false;
+                bulkHead++;
+            }
+        }
+    }
+
+    /**
+     * Writes socket 0: one-sided frames first, then the small messages' chunks. Header and payload go out as two
+     * single-buffer writes: the JDK's gathering write allocates per call for buffers over memory segments.
+     */
+    private void transmitSmall() {
+        SocketChannel ch = sockets[0];
+        for (int w = 0; w < WRITES_PER_SOCKET; w++) {
+            if (socketMessage0 < 0 && !socketOp && !assignOp() && !assign()) {
+                break;
+            }
+            ByteBuffer data = payload0;
+            try {
+                if (header0.hasRemaining()) {
+                    ch.write(header0);
+                    if (header0.hasRemaining()) {
+                        break; // the socket's send buffer is full
+                    }
+                }
+                if (data.hasRemaining() && ch.write(data) == 0) {
                     break;
                 }
-                ByteBuffer data = payload[j];
-                try {
-                    if (header.hasRemaining()) {
-                        ch.write(header);
-                        if (header.hasRemaining()) {
-                            break; // the socket's send buffer is full
-                        }
-                    }
-                    if (data.hasRemaining() && ch.write(data) == 0) {
-                        break;
-                    }
-                } catch (IOException e) {
-                    conn.lost(e);
-                    return;
-                } catch (IllegalStateException e) {
-                    conn.memoryGone(e);
-                    return;
-                }
-                if (!data.hasRemaining()) {
-                    if (j == 0 && socketOp) {
-                        socketOp = false;
-                        payload[0] = EMPTY;
-                    } else {
-                        chunkWritten(j);
-                    }
+            } catch (IOException e) {
+                conn.lost(e);
+                return;
+            } catch (IllegalStateException e) {
+                conn.memoryGone(e);
+                return;
+            }
+            if (!data.hasRemaining()) {
+                if (socketOp) {
+                    socketOp = false;
+                    payload0 = EMPTY;
+                } else {
+                    chunkWritten();
                 }
             }
         }
     }
 
-    /** Gives socket j the next chunk to write; false when there is none. */
-    private boolean assign(int j) {
+    /** Gives socket 0 the next small-message chunk to write; false when there is none. */
+    private boolean assign() {
         if (queueHead == queueTail) {
             return false;
         }
@@ -407,16 +492,16 @@ final class TcpSendWire implements SendWire {
         long total = slot.length[i];
         long offset = m.assigned;
         int length = (int) Math.min(m.chunk, total - offset);
-        ChunkHeader.write(headers[j], i, (int) slot.seq, total, offset, length, m.ops);
-        payload[j] = length == 0 ? EMPTY
-                : views[j].view((TcpRegistration) slot.registration[i], slot.offset[i] + offset, length);
+        ChunkHeader.write(header0, i, (int) slot.seq, total, offset, length, m.ops);
+        payload0 = length == 0 ? EMPTY
+                : views0.view((TcpRegistration) slot.registration[i], slot.offset[i] + offset, length);
         m.assigned = offset + length;
         m.outstanding++;
         if (m.assigned == total) {
             m.queued = false;
             queueHead++;
         }
-        socketMessage[j] = k;
+        socketMessage0 = k;
         return true;
     }
 
@@ -430,16 +515,16 @@ final class TcpSendWire implements SendWire {
         int number = (int) (opsSent + 1);
         long key = TcpRegistration.idOf(op.remote);
         if (op.read) {
-            OpFrame.request(headers[0], OpFrame.READ, true, number, key, op.remoteOffset, op.length);
-            payload[0] = EMPTY;
+            OpFrame.request(header0, OpFrame.READ, true, number, key, op.remoteOffset, op.length);
+            payload0 = EMPTY;
             opsSent++;
         } else {
             long done = opAssigned[k];
             int length = (int) Math.min(ChunkHeader.SEND_MAX, op.length - done);
             boolean last = done + length == op.length;
-            OpFrame.request(headers[0], OpFrame.WRITE, last, number, key, op.remoteOffset + done, length);
-            payload[0] = length == 0 ? EMPTY
-                    : views[0].view((TcpRegistration) op.local, op.localOffset + done, length);
+            OpFrame.request(header0, OpFrame.WRITE, last, number, key, op.remoteOffset + done, length);
+            payload0 = length == 0 ? EMPTY
+                    : views0.view((TcpRegistration) op.local, op.localOffset + done, length);
             opAssigned[k] = done + length;
             if (last) {
                 opsSent++;
@@ -449,14 +534,27 @@ final class TcpSendWire implements SendWire {
         return true;
     }
 
-    private void chunkWritten(int j) {
-        int k = socketMessage[j];
-        socketMessage[j] = -1;
-        payload[j] = EMPTY;
+    private void chunkWritten() {
+        int k = socketMessage0;
+        socketMessage0 = -1;
+        payload0 = EMPTY;
+        chunkDone(k);
+    }
+
+    private void chunkDone(int k) {
         Outgoing m = out[k];
         if (--m.outstanding == 0 && !m.queued) {
             finish(m.issue);
         }
+    }
+
+    /** Chunks the bulk sockets have written so far (tests: which messages were striped). */
+    long bulkChunks() {
+        long n = 0;
+        for (SendLane lane : lanes) {
+            n += lane.written();
+        }
+        return n;
     }
 
     /** The sockets this end writes to, and their fate. */
@@ -464,9 +562,12 @@ final class TcpSendWire implements SendWire {
         return conn;
     }
 
-    /** Closes the data sockets; requests in flight fail at the peer. */
+    /** Stops the lanes' helpers from touching the sockets and memory, then closes the sockets; the peer sees it. */
     @Override
     public void close() {
+        for (SendLane lane : lanes) {
+            lane.retire();
+        }
         conn.close();
     }
 

@@ -99,7 +99,8 @@ class TcpOpWireTest {
     private Owner owner() throws Exception {
         SocketChannel[] pair = socketPair();
         TcpRegistry registry = new TcpRegistry();
-        CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"), registry, c -> { });
+        CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"),
+                registry, null, c -> { });
         cleanup.add(r);
         return new Owner(r, pair[1], registry);
     }
@@ -268,7 +269,8 @@ class TcpOpWireTest {
     private String initiatorViolation(Registration local, RemoteRegion remote, Issue issue, ByteBuffer frame)
             throws Exception {
         SocketChannel[] pair = socketPair();
-        CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"), null, c -> { });
+        CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"),
+                null, null, c -> { });
         cleanup.add(s);
         int req = switch (issue) {
             case NOTHING -> -1;

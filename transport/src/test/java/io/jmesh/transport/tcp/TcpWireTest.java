@@ -105,7 +105,7 @@ class TcpWireTest {
     @Test
     void ctsFrameChecks() {
         ByteBuffer b = ByteBuffer.allocateDirect(2 * CtsFrame.BYTES);
-        CtsFrame.write(b, CtsFrame.BYTES, 7, 2, new long[] {100, 0}, new int[] {3, 4});
+        CtsFrame.write(b, CtsFrame.BYTES, 7, 2, new long[] {100, 0}, new int[] {3, 4}, (short) 0);
         assertNull(CtsFrame.check(b, CtsFrame.BYTES));
         assertEquals(7, CtsFrame.seq(b, CtsFrame.BYTES));
         assertEquals(2, CtsFrame.count(b, CtsFrame.BYTES));
@@ -115,9 +115,9 @@ class TcpWireTest {
         assertTrue(CtsFrame.check(b, CtsFrame.BYTES).contains("9 buffers"));
         b.put(CtsFrame.BYTES + CtsFrame.COUNT_OFFSET, (byte) 0);
         assertTrue(CtsFrame.check(b, CtsFrame.BYTES) != null);
-        CtsFrame.write(b, 0, 1, 1, new long[] {-5}, new int[] {0});
+        CtsFrame.write(b, 0, 1, 1, new long[] {-5}, new int[] {0}, (short) 0);
         assertTrue(CtsFrame.check(b, 0).contains("18446744073709551611 bytes"), "u64 fields print unsigned");
-        CtsFrame.write(b, 0, 1, 1, new long[] {5}, new int[] {0});
+        CtsFrame.write(b, 0, 1, 1, new long[] {5}, new int[] {0}, (short) 0);
         b.putLong(CtsFrame.ENTRIES_OFFSET + CtsFrame.ENTRY_BYTES, 99);
         assertTrue(CtsFrame.check(b, 0).contains("unused entry"));
         b.put(0, (byte) 0x44);
@@ -156,14 +156,16 @@ class TcpWireTest {
 
     private Fake fakeReceiver() throws Exception {
         SocketChannel[] pair = socketPair();
-        CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"), null, c -> { });
+        CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"),
+                null, null, c -> { });
         cleanup.add(r);
         return new Fake(r, null, pair[1]);
     }
 
     private Fake fakeSender() throws Exception {
         SocketChannel[] pair = socketPair();
-        CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"), null, c -> { });
+        CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"),
+                null, null, c -> { });
         cleanup.add(s);
         return new Fake(null, s, pair[1]);
     }
@@ -287,7 +289,7 @@ class TcpWireTest {
 
             Fake f = fakeSender();
             ByteBuffer b = ByteBuffer.allocateDirect(CtsFrame.BYTES);
-            CtsFrame.write(b, 0, 2, 1, new long[] {100}, new int[] {0}); // number 2 before number 1
+            CtsFrame.write(b, 0, 2, 1, new long[] {100}, new int[] {0}, (short) 0); // number 2 before number 1
             write(f.peer, b);
             int[] t = new int[1];
             await("the sender rejects it", () -> (t[0] = f.sender.isend(reg, 0, 10, 0)) != Status.NOT_READY);
@@ -296,7 +298,7 @@ class TcpWireTest {
 
             Fake g = fakeSender();
             ByteBuffer c = ByteBuffer.allocateDirect(CtsFrame.BYTES);
-            CtsFrame.write(c, 0, 1, 1, new long[] {100}, new int[] {0});
+            CtsFrame.write(c, 0, 1, 1, new long[] {100}, new int[] {0}, (short) 0);
             c.put(CtsFrame.COUNT_OFFSET, (byte) 200);
             write(g.peer, c);
             await("the sender rejects it", () -> (t[0] = g.sender.isend(reg, 0, 10, 0)) != Status.NOT_READY);
@@ -307,7 +309,7 @@ class TcpWireTest {
             Fake h = fakeSender();
             ByteBuffer many = ByteBuffer.allocateDirect(33 * CtsFrame.BYTES);
             for (int i = 0; i < 33; i++) {
-                CtsFrame.write(many, i * CtsFrame.BYTES, i + 1, 1, new long[] {100}, new int[] {7});
+                CtsFrame.write(many, i * CtsFrame.BYTES, i + 1, 1, new long[] {100}, new int[] {7}, (short) 0);
             }
             write(h.peer, many);
             await("the sender rejects it", () -> (t[0] = h.sender.isend(reg, 0, 10, 0)) != Status.NOT_READY);

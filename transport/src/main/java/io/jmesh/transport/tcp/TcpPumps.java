@@ -1,0 +1,250 @@
+package io.jmesh.transport.tcp;
+
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.channels.CancelledKeyException;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.Arrays;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * The helper threads of one TCP fabric ({@code JMESH_TCP_THREADS}), as NCCL's Socket transport has: each bulk data
+ * socket ({@link Lane}) is given to one helper, round-robin, and that helper alone reads or writes it, so the
+ * sockets of many connections, and of one connection, move in parallel while the application's thread only hands
+ * chunks over and collects completions.
+ *
+ * <p>A helper with nothing to do spins for {@value #SPIN_US} us, then sleeps in its selector until a lane's socket is
+ * ready or an owner hands it work ({@link Pump#wake()}: a selector wake-up only when it sleeps). It never allocates
+ * in steady state: lanes are adopted through a queue and kept in an array that changes only on adopt and retire.
+ */
+final class TcpPumps implements AutoCloseable {
+    private static final Logger LOG = LogManager.getLogger(TcpPumps.class);
+    static final long SPIN_US = 20;
+    private static final long SLEEP_MS = 100;
+    private static final Lane[] NONE = {};
+
+    private final Pump[] pumps;
+    private int next;
+
+    private TcpPumps(Pump[] pumps) {
+        this.pumps = pumps;
+    }
+
+    /** {@code threads} helpers, started; null when threads is 0 (every lane is moved by its owner's thread). */
+    static TcpPumps start(int threads, String name) {
+        if (threads == 0) {
+            return null;
+        }
+        Pump[] pumps = new Pump[threads];
+        try {
+            for (int i = 0; i < threads; i++) {
+                pumps[i] = new Pump(Selector.open());
+            }
+        } catch (IOException e) {
+            for (Pump p : pumps) {
+                if (p != null) {
+                    p.stop();
+                }
+            }
+            throw new UncheckedIOException("cannot open a selector for the TCP helper threads: " + e.getMessage()
+                    + "; raise the open-file limit (ulimit -n) or set JMESH_TCP_THREADS=0", e);
+        }
+        for (int i = 0; i < threads; i++) {
+            Thread t = new Thread(pumps[i], "jmesh-tcp-" + name + "-" + i);
+            t.setDaemon(true);
+            pumps[i].thread = t;
+            t.start();
+        }
+        return new TcpPumps(pumps);
+    }
+
+    /** Gives {@code lane} to the next helper; from then on only that helper moves it, until it is retired. */
+    synchronized void attach(Lane lane) {
+        Pump p = pumps[next];
+        next = (next + 1) % pumps.length;
+        lane.pumpedBy(p);
+        p.added.add(lane);
+        p.wakeAlways();
+    }
+
+    int threads() {
+        return pumps.length;
+    }
+
+    /** Stops the helpers and waits for them; lanes should be retired by their connections first. */
+    @Override
+    public void close() {
+        for (Pump p : pumps) {
+            p.stop();
+        }
+        for (Pump p : pumps) {
+            try {
+                p.thread.join(TimeUnit.SECONDS.toMillis(5));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    /** One helper thread and the lanes it moves. */
+    static final class Pump implements Runnable {
+        private final Selector selector;
+        final ConcurrentLinkedQueue<Lane> added = new ConcurrentLinkedQueue<>();
+        private final Consumer<SelectionKey> ignore = k -> { };
+        private Lane[] lanes = NONE;
+        private volatile boolean sleeping;
+        private volatile boolean running = true;
+        Thread thread;
+
+        Pump(Selector selector) {
+            this.selector = selector;
+        }
+
+        /** New work for a lane of this helper: wakes it if it sleeps. */
+        void wake() {
+            if (sleeping) {
+                selector.wakeup();
+            }
+        }
+
+        void wakeAlways() {
+            selector.wakeup();
+        }
+
+        void stop() {
+            running = false;
+            selector.wakeup();
+        }
+
+        @Override
+        public void run() {
+            try {
+                long idleSince = 0;
+                while (running) {
+                    if (!added.isEmpty()) {
+                        adopt();
+                    }
+                    if (pass()) {
+                        idleSince = 0;
+                        continue;
+                    }
+                    long now = System.nanoTime();
+                    if (idleSince == 0) {
+                        idleSince = now;
+                    }
+                    if (now - idleSince < TimeUnit.MICROSECONDS.toNanos(SPIN_US)) {
+                        Thread.onSpinWait();
+                        continue;
+                    }
+                    sleep();
+                    idleSince = 0;
+                }
+            } catch (RuntimeException | Error e) {
+                LOG.error("jmesh tcp: helper thread {} stopped: {}; its connections stall (report this)",
+                        Thread.currentThread().getName(), e.toString(), e);
+                throw e;
+            } finally {
+                try {
+                    selector.close();
+                } catch (IOException e) {
+                    LOG.debug("closing a helper's selector: {}", e.toString());
+                }
+            }
+        }
+
+        /** One pass over the lanes; true when any moved a byte. Drops the retired ones. */
+        private boolean pass() {
+            boolean worked = false;
+            boolean retired = false;
+            for (Lane l : lanes) {
+                l.active = true;
+                if (l.closing) {
+                    l.active = false;
+                    retired = true;
+                    continue;
+                }
+                if (l.conn.state() == 0) {
+                    worked |= l.pump();
+                }
+                l.active = false;
+            }
+            if (retired) {
+                prune();
+            }
+            return worked;
+        }
+
+        private void adopt() {
+            Lane l;
+            while ((l = added.poll()) != null) {
+                try {
+                    l.key = l.channel.register(selector, 0, l);
+                    l.interest = 0;
+                } catch (ClosedChannelException e) {
+                    continue;                      // its connection closed before it was adopted
+                }
+                lanes = Arrays.copyOf(lanes, lanes.length + 1);
+                lanes[lanes.length - 1] = l;
+            }
+        }
+
+        private void prune() {
+            int n = 0;
+            Lane[] kept = new Lane[lanes.length];
+            for (Lane l : lanes) {
+                if (l.closing) {
+                    if (l.key != null) {
+                        l.key.cancel();
+                    }
+                } else {
+                    kept[n++] = l;
+                }
+            }
+            lanes = Arrays.copyOf(kept, n);
+        }
+
+        /**
+         * Sleeps until a lane's socket is ready, an owner wakes it, or {@value #SLEEP_MS} ms pass. It says it sleeps
+         * before it looks at the lanes a last time, so a hand-over it misses still wakes the selector.
+         */
+        private void sleep() {
+            sleeping = true;
+            try {
+                boolean ready = !added.isEmpty() || !running;
+                for (Lane l : lanes) {
+                    if (l.closing || l.conn.state() != 0) {
+                        ready |= l.closing;
+                        continue;
+                    }
+                    ready |= l.ready();
+                    int ops = l.interestOps();
+                    if (ops != l.interest) {
+                        try {
+                            l.key.interestOps(ops);
+                            l.interest = ops;
+                        } catch (CancelledKeyException e) {
+                            l.interest = ops;      // its socket closed: the next pass sees why
+                            ready = true;
+                        }
+                    }
+                }
+                if (!ready) {
+                    selector.select(ignore, SLEEP_MS);
+                }
+            } catch (IOException e) {
+                LOG.warn("jmesh tcp: a helper's selector failed: {}; it polls instead", e.toString());
+                Thread.onSpinWait();
+            } finally {
+                sleeping = false;
+            }
+        }
+    }
+}
