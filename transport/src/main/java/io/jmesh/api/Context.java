@@ -46,7 +46,7 @@ public final class Context {
     private int qpsPerConnection = 1;
     private boolean multiLink = true;
     private int tcpSockets = 4;
-    private int tcpThreads = 4;
+    private int tcpThreads = 8;
     private long handshakeTimeoutMs = 10_000;
     private int handshakeMaxPending = 32;
     private int routePort = 18515;
@@ -396,8 +396,8 @@ public final class Context {
     }
 
     /**
-     * Helper threads per fabric that move the bytes of the TCP connections' bulk sockets (default 4); 0: the
-     * application's thread moves them inside {@code isend}/{@code irecv}/{@code test}.
+     * Helper threads per fabric that move the bytes of the TCP connections' bulk sockets (default 8, at most the
+     * CPUs); 0: the application's thread moves them inside {@code isend}/{@code irecv}/{@code test}.
      */
     public int tcpThreads() {
         return tcpThreads;

@@ -40,8 +40,8 @@ public enum Setting {
             "data sockets per TCP connection: socket 0 carries control, one-sided operations and messages up to 64 "
                     + "KiB; larger messages are striped across the others"),
     TCP_THREADS("jmesh.tcp.threads", "JMESH_TCP_THREADS", null, 0, 64,
-            "helper threads per fabric that move the bytes of the TCP data sockets (each socket belongs to one); "
-                    + "0: the application's thread does it inside isend/irecv/test"),
+            "helper threads per fabric that move the bytes of the TCP bulk sockets (each socket belongs to one), at "
+                    + "most one per CPU; 0: the application's thread does it inside isend/irecv/test"),
     HANDSHAKE_TIMEOUT_MS("jmesh.handshake.timeout.ms", "JMESH_HANDSHAKE_TIMEOUT_MS", "NCCL_MESH_TIMEOUT_MS", 100,
             3_600_000, "how long one connection handshake may take, in milliseconds"),
     HANDSHAKE_MAX_PENDING("jmesh.handshake.max.pending", "JMESH_HANDSHAKE_MAX_PENDING", null, 1, 4096,

@@ -103,8 +103,9 @@ public final class TcpProvider implements Provider {
             throw new UncheckedIOException("cannot start the jmesh relay and route discovery: " + e.getMessage(),
                     (IOException) e);
         }
-        LOG.info("jmesh tcp: links {}, {} data sockets per connection, {} helper threads, relay ports {}", links,
-                context.tcpSockets(), context.tcpThreads(), relay.ports());
+        LOG.info("jmesh tcp: links {}, {} data sockets per connection, {} helper threads ({} CPUs), relay ports {}",
+                links, context.tcpSockets(), context.tcpThreads(), Runtime.getRuntime().availableProcessors(),
+                relay.ports());
         return new TcpProvider(links, context.tcpSockets(), context.tcpThreads(), context.handshakeTimeout(), agent,
                 relay, routes);
     }
@@ -231,10 +232,14 @@ public final class TcpProvider implements Provider {
         return new TcpRegistration(memory, registry);
     }
 
-    /** The helper threads for the bulk sockets of a new connection (started now if not yet); null when 0. */
+    /**
+     * The helper threads for the bulk sockets of a new connection (started now if not yet; no more than the CPUs,
+     * as more cannot run at once); null when 0.
+     */
     synchronized TcpPumps pumps() {
         if (pumps == null && threads > 0 && sockets > 1) {
-            pumps = TcpPumps.start(threads, Integer.toHexString(System.identityHashCode(this)));
+            pumps = TcpPumps.start(Math.min(threads, Runtime.getRuntime().availableProcessors()),
+                    Integer.toHexString(System.identityHashCode(this)));
         }
         return pumps;
     }
