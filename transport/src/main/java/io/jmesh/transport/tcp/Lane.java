@@ -56,6 +56,19 @@ abstract class Lane {
     /** The selector interest that would let the lane go on ({@link SelectionKey#OP_READ} or OP_WRITE, or 0). */
     abstract int interestOps();
 
+    /**
+     * A socket call failed: a reset or a closed socket ({@link java.io.IOException}), or the memory went away under
+     * it (its arena closed, or a confined one). Fails the connection with the cause; always false.
+     */
+    final boolean failed(Exception e) {
+        if (e instanceof java.io.IOException io) {
+            conn.lost(io);
+        } else {
+            conn.memoryGone((RuntimeException) e);
+        }
+        return false;
+    }
+
     /** Stops the lane: returns once no helper is inside {@link #pump()} and none will enter it again. */
     final void retire() {
         closing = true;

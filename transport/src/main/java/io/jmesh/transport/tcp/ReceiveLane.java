@@ -84,12 +84,8 @@ final class ReceiveLane extends Lane {
                         return worked;
                     }
                 }
-            } catch (IOException e) {
-                conn.lost(e);
-                return false;
-            } catch (IllegalStateException | WrongThreadException e) {
-                conn.memoryGone(e);
-                return false;
+            } catch (IOException | IllegalStateException | WrongThreadException e) {
+                return failed(e);
             }
             payload = null;
             header.clear();

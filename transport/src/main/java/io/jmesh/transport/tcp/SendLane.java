@@ -99,12 +99,8 @@ final class SendLane extends Lane {
                         return worked;
                     }
                 }
-            } catch (IOException e) {
-                conn.lost(e);
-                return false;
-            } catch (IllegalStateException | WrongThreadException e) {
-                conn.memoryGone(e);
-                return false;
+            } catch (IOException | IllegalStateException | WrongThreadException e) {
+                return failed(e);
             }
             blocked = false;
             header = null;

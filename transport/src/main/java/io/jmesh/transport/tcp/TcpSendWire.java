@@ -425,17 +425,12 @@ final class TcpSendWire implements SendWire {
             int k = bulk[bulkHead & (CoreSender.MESSAGES - 1)];
             SendSlot slot = slots[k / Cts.MAX_RECVS];
             int i = k % Cts.MAX_RECVS;
-            Outgoing m = out[k];
-            long total = slot.length[i];
-            long offset = m.assigned;
-            int length = (int) Math.min(m.chunk, total - offset);
+            long offset = out[k].assigned;
+            int length = nextChunk(k);
             laneMessage[at][(int) (lane.offered() & (SendLane.DEPTH - 1))] = k;
-            lane.offer(i, (int) slot.seq, total, offset, length, m.ops, (TcpRegistration) slot.registration[i],
-                    slot.offset[i] + offset);
-            m.assigned = offset + length;
-            m.outstanding++;
-            if (m.assigned == total) {
-                m.queued = false;
+            lane.offer(i, (int) slot.seq, slot.length[i], offset, length, out[k].ops,
+                    (TcpRegistration) slot.registration[i], slot.offset[i] + offset);
+            if (handedOut(k, length)) {
                 bulkHead++;
             }
         }
@@ -488,20 +483,32 @@ final class TcpSendWire implements SendWire {
         int k = queue[queueHead & (CoreSender.MESSAGES - 1)];
         SendSlot slot = slots[k / Cts.MAX_RECVS];
         int i = k % Cts.MAX_RECVS;
-        Outgoing m = out[k];
-        long total = slot.length[i];
-        long offset = m.assigned;
-        int length = (int) Math.min(m.chunk, total - offset);
-        ChunkHeader.write(header0, i, (int) slot.seq, total, offset, length, m.ops);
+        long offset = out[k].assigned;
+        int length = nextChunk(k);
+        ChunkHeader.write(header0, i, (int) slot.seq, slot.length[i], offset, length, out[k].ops);
         payload0 = length == 0 ? EMPTY
                 : views0.view((TcpRegistration) slot.registration[i], slot.offset[i] + offset, length);
-        m.assigned = offset + length;
-        m.outstanding++;
-        if (m.assigned == total) {
-            m.queued = false;
+        if (handedOut(k, length)) {
             queueHead++;
         }
         socketMessage0 = k;
+        return true;
+    }
+
+    /** The length of message k's next chunk (it starts at {@code out[k].assigned}). */
+    private int nextChunk(int k) {
+        return (int) Math.min(out[k].chunk, slots[k / Cts.MAX_RECVS].length[k % Cts.MAX_RECVS] - out[k].assigned);
+    }
+
+    /** Message k's next chunk, of {@code length} bytes, is handed out; true when it was the last. */
+    private boolean handedOut(int k, int length) {
+        Outgoing m = out[k];
+        m.assigned += length;
+        m.outstanding++;
+        if (m.assigned < slots[k / Cts.MAX_RECVS].length[k % Cts.MAX_RECVS]) {
+            return false;
+        }
+        m.queued = false;
         return true;
     }
 

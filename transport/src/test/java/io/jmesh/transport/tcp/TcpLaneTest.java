@@ -14,9 +14,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
@@ -174,7 +172,7 @@ class TcpLaneTest {
     void retireWaitsForTheHelperToLeaveTheLane() throws Exception {
         TcpPumps pumps = TcpPumps.start(1, "test");
         cleanup.add(pumps);
-        SocketChannel[] pair = socketPair();
+        SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
         CountDownLatch inside = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         AtomicInteger calls = new AtomicInteger();
@@ -213,21 +211,31 @@ class TcpLaneTest {
         assertEquals(after, calls.get(), "the helper entered a retired lane");
     }
 
-    @Test
-    void aHostileHeaderOnABulkSocketFailsTheConnectionNamingIt() throws Exception {
-        TcpPumps pumps = TcpPumps.start(1, "test");
+    /** A receiver over two sockets whose bulk socket's far end ({@code bulk}) the test writes by hand. */
+    private record Hostile(CoreReceiver receiver, SocketChannel bulk) {
+    }
+
+    private Hostile receiverWithABulkSocket(int threads) throws Exception {
+        TcpPumps pumps = TcpPumps.start(threads, "test");
         cleanup.add(pumps);
-        SocketChannel[] zero = socketPair();
-        SocketChannel[] one = socketPair();
+        SocketChannel[] zero = TcpTestSupport.socketPair(cleanup);
+        SocketChannel[] one = TcpTestSupport.socketPair(cleanup);
         CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {zero[0], one[0]},
                 "receiver"), null, pumps, c -> { });
         cleanup.add(r);
+        return new Hostile(r, one[1]);
+    }
+
+    @Test
+    void aHostileHeaderOnABulkSocketFailsTheConnectionNamingIt() throws Exception {
+        Hostile hostile = receiverWithABulkSocket(1);
+        CoreReceiver r = hostile.receiver();
         Registration rd = new TcpRegistration(arena.allocate(1024));
         int rr = r.irecv(1, new Registration[] {rd}, new long[] {0}, new long[] {1024}, new int[] {0});
         ByteBuffer h = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
         ChunkHeader.write(h, 0, 1, 4096, 0, 4096);         // more than the posted 1024 bytes
         while (h.hasRemaining()) {
-            one[1].write(h);
+            hostile.bulk().write(h);
         }
         int[] t = new int[1];
         await("the receiver rejects the chunk", () -> (t[0] = r.test(rr)) != 0);
@@ -238,31 +246,15 @@ class TcpLaneTest {
 
     @Test
     void aChunkForAReceiveNeverPostedIsRefusedOnABulkSocket() throws Exception {
-        TcpPumps pumps = TcpPumps.start(2, "test");
-        cleanup.add(pumps);
-        SocketChannel[] zero = socketPair();
-        SocketChannel[] one = socketPair();
-        CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {zero[0], one[0]},
-                "receiver"), null, pumps, c -> { });
-        cleanup.add(r);
+        Hostile hostile = receiverWithABulkSocket(2);
+        CoreReceiver r = hostile.receiver();
         ByteBuffer h = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
         ChunkHeader.write(h, 0, 9, 100, 0, 100);
         while (h.hasRemaining()) {
-            one[1].write(h);
+            hostile.bulk().write(h);
         }
         await("the receiver fails", () -> r.error() != null);
         assertTrue(r.error().contains("data for receive number 9, which is not posted"), r.error());
     }
 
-    private SocketChannel[] socketPair() throws Exception {
-        try (ServerSocketChannel server = ServerSocketChannel.open()) {
-            server.bind(new InetSocketAddress("127.0.0.1", 0));
-            SocketChannel client = SocketChannel.open(server.getLocalAddress());
-            SocketChannel accepted = server.accept();
-            accepted.configureBlocking(false);
-            cleanup.add(client);
-            cleanup.add(accepted);
-            return new SocketChannel[] {accepted, client};
-        }
-    }
 }

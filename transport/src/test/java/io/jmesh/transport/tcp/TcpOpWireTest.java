@@ -13,9 +13,7 @@ import org.junit.jupiter.api.Timeout;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
@@ -81,23 +79,12 @@ class TcpOpWireTest {
         assertTrue(OpFrame.checkReply(h, 0).contains("reserved"));
     }
 
-    private SocketChannel[] socketPair() throws Exception {
-        try (ServerSocketChannel server = ServerSocketChannel.open()) {
-            server.bind(new InetSocketAddress("127.0.0.1", 0));
-            SocketChannel client = SocketChannel.open(server.getLocalAddress());
-            SocketChannel accepted = server.accept();
-            accepted.configureBlocking(false);
-            cleanup.add(client);
-            cleanup.add(accepted);
-            return new SocketChannel[] {accepted, client};
-        }
-    }
 
     private record Owner(CoreReceiver receiver, SocketChannel peer, TcpRegistry registry) {
     }
 
     private Owner owner() throws Exception {
-        SocketChannel[] pair = socketPair();
+        SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
         TcpRegistry registry = new TcpRegistry();
         CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"),
                 registry, null, c -> { });
@@ -268,7 +255,7 @@ class TcpOpWireTest {
     /** A sender over one socket: issues a read or write of 10 bytes (or nothing), then gets {@code frame}. */
     private String initiatorViolation(Registration local, RemoteRegion remote, Issue issue, ByteBuffer frame)
             throws Exception {
-        SocketChannel[] pair = socketPair();
+        SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
         CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"),
                 null, null, c -> { });
         cleanup.add(s);

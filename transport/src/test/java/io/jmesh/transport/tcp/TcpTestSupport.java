@@ -9,7 +9,11 @@ import io.jmesh.api.Setting;
 import io.jmesh.transport.net.ListenHandle;
 
 import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.BooleanSupplier;
@@ -70,6 +74,22 @@ final class TcpTestSupport {
             return s[0] != null && r[0] != null;
         });
         return new Pair(s[0], r[0]);
+    }
+
+    /**
+     * A connected loopback socket pair, both ends added to {@code cleanup}: [0] the accepted end, non-blocking, for
+     * the wire under test; [1] the client end, blocking, which the test writes by hand.
+     */
+    static SocketChannel[] socketPair(List<AutoCloseable> cleanup) throws Exception {
+        try (ServerSocketChannel server = ServerSocketChannel.open()) {
+            server.bind(new InetSocketAddress("127.0.0.1", 0));
+            SocketChannel client = SocketChannel.open(server.getLocalAddress());
+            SocketChannel accepted = server.accept();
+            accepted.configureBlocking(false);
+            cleanup.add(client);
+            cleanup.add(accepted);
+            return new SocketChannel[] {accepted, client};
+        }
     }
 
     /** Polls until {@code condition} holds; fails after {@link #PATIENCE_MS} (a hang guard, not a speed check). */

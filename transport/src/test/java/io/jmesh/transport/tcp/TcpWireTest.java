@@ -11,9 +11,7 @@ import org.junit.jupiter.api.Timeout;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
@@ -155,7 +153,7 @@ class TcpWireTest {
     }
 
     private Fake fakeReceiver() throws Exception {
-        SocketChannel[] pair = socketPair();
+        SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
         CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"),
                 null, null, c -> { });
         cleanup.add(r);
@@ -163,24 +161,13 @@ class TcpWireTest {
     }
 
     private Fake fakeSender() throws Exception {
-        SocketChannel[] pair = socketPair();
+        SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
         CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"),
                 null, null, c -> { });
         cleanup.add(s);
         return new Fake(null, s, pair[1]);
     }
 
-    private SocketChannel[] socketPair() throws Exception {
-        try (ServerSocketChannel server = ServerSocketChannel.open()) {
-            server.bind(new InetSocketAddress("127.0.0.1", 0));
-            SocketChannel client = SocketChannel.open(server.getLocalAddress());
-            SocketChannel accepted = server.accept();
-            accepted.configureBlocking(false);
-            cleanup.add(client);
-            cleanup.add(accepted);
-            return new SocketChannel[] {accepted, client};
-        }
-    }
 
     private static void write(SocketChannel ch, ByteBuffer b) throws Exception {
         while (b.hasRemaining()) {
