@@ -1,10 +1,10 @@
 package io.jmesh.transport.rdma;
 
-import io.jmesh.transport.core.CoreReceiver;
-import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.BothWays;
 import io.jmesh.transport.net.ListenHandle;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -23,28 +23,14 @@ final class FrozenPeerChild {
         RdmaListener listener = provider.listen();
         RdmaTestbedSupport.publishHandle(childKey, listener.handle());
         RdmaConnect connect = provider.connect(RdmaTestbedSupport.awaitListenHandle(survivorKey));
-        CoreSender sender = null;
-        CoreReceiver receiver = null;
-        long deadline = System.nanoTime() + RdmaTestbedSupport.STEP.toNanos();
-        while (sender == null || receiver == null) {
-            if (sender == null) {
-                sender = connect.poll();
-            }
-            if (receiver == null) {
-                receiver = listener.accept();
-            }
-            if (System.nanoTime() > deadline) {
-                System.out.println("child: connections not up in time");
-                System.exit(3);
-            }
-            Thread.onSpinWait();
-        }
+        BothWays.Ends ends = BothWays.await(connect::poll, listener::accept, RdmaTestbedSupport.STEP);
         System.out.println("connected");
         System.out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         while (in.readLine() != null) {
             // never polls again
         }
+        Reference.reachabilityFence(ends);     // the connections stay up, unpolled, until stdin closes
         provider.close();
     }
 }

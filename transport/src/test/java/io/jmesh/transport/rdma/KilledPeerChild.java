@@ -1,5 +1,6 @@
 package io.jmesh.transport.rdma;
 
+import io.jmesh.transport.core.BothWays;
 import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
@@ -35,22 +36,9 @@ final class KilledPeerChild {
         MemorySegment buf = arena.allocate(2 * DEPTH * MESSAGE, 4096);
         Registration reg = provider.register(buf);
         RdmaConnect connect = provider.connect(survivor);
-        CoreSender sender = null;
-        CoreReceiver receiver = null;
-        long deadline = System.nanoTime() + RdmaTestbedSupport.STEP.toNanos();
-        while (sender == null || receiver == null) {
-            if (sender == null) {
-                sender = connect.poll();
-            }
-            if (receiver == null) {
-                receiver = listener.accept();
-            }
-            if (System.nanoTime() > deadline) {
-                System.err.println("child: connections not up in time");
-                System.exit(3);
-            }
-            Thread.onSpinWait();
-        }
+        BothWays.Ends ends = BothWays.await(connect::poll, listener::accept, RdmaTestbedSupport.STEP);
+        CoreSender sender = ends.sender();
+        CoreReceiver receiver = ends.receiver();
         System.out.println("child: connected both ways; streaming until " + HALT_AFTER + " messages each way");
         // a ring of DEPTH receives and DEPTH sends, tags counting up, until enough went each way
         int[] recvReq = new int[DEPTH];
@@ -63,7 +51,7 @@ final class KilledPeerChild {
             recvReq[nextRecv % DEPTH] = post(receiver, reg, nextRecv);
         }
         java.util.Arrays.fill(sendReq, -1);
-        deadline = System.nanoTime() + RdmaTestbedSupport.STEP.toNanos();
+        long deadline = System.nanoTime() + RdmaTestbedSupport.STEP.toNanos();
         while (received < HALT_AFTER || sent < HALT_AFTER) {
             int r = receiver.test(recvReq[received % DEPTH]);
             if (r == 1) {

@@ -1,11 +1,12 @@
 package io.jmesh.transport.tcp;
 
-import io.jmesh.transport.core.CoreReceiver;
-import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.BothWays;
 import io.jmesh.transport.net.ListenHandle;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 
 /**
  * The peer that freezes, for {@link TcpFrozenPeerTest}: a separate JVM that connects to the test both ways, prints
@@ -24,28 +25,14 @@ final class FrozenPeerChild {
         System.out.println("handle " + listener.handleText());
         System.out.flush();
         TcpConnect connect = provider.connect(ListenHandle.parse(args[1]));
-        CoreSender sender = null;
-        CoreReceiver receiver = null;
-        long deadline = System.nanoTime() + TcpTestSupport.PATIENCE_MS * 1_000_000;
-        while (sender == null || receiver == null) {
-            if (sender == null) {
-                sender = connect.poll();
-            }
-            if (receiver == null) {
-                receiver = listener.accept();
-            }
-            if (System.nanoTime() - deadline > 0) {
-                System.out.println("child: connections not up in time");
-                System.exit(3);
-            }
-            Thread.onSpinWait();
-        }
+        BothWays.Ends ends = BothWays.await(connect::poll, listener::accept, Duration.ofMillis(TcpTestSupport.PATIENCE_MS));
         System.out.println("connected");
         System.out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         while (in.readLine() != null) {
             // never polls: the test's end must learn that this process lives from its liveness thread alone
         }
+        Reference.reachabilityFence(ends);     // the connections stay up, unpolled, until stdin closes
         provider.close();
     }
 }
