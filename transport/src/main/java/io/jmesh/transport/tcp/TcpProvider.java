@@ -237,7 +237,7 @@ public final class TcpProvider implements Provider {
      * as more cannot run at once); null when 0.
      */
     synchronized TcpPumps pumps() {
-        if (pumps == null && threads > 0 && sockets > 1) {
+        if (pumps == null && threads > 0 && sockets > 1 && !closed) {
             pumps = TcpPumps.start(Math.min(threads, Runtime.getRuntime().availableProcessors()),
                     Integer.toHexString(System.identityHashCode(this)));
         }

@@ -65,13 +65,20 @@ final class TcpPumps implements AutoCloseable {
         return new TcpPumps(pumps);
     }
 
-    /** Gives {@code lane} to the next helper; from then on only that helper moves it, until it is retired. */
+    /**
+     * Gives {@code lane} to the next helper; from then on only that helper moves it, until it is retired. A helper
+     * that has stopped fails the lane's connection at once, with why.
+     */
     synchronized void attach(Lane lane) {
         Pump p = pumps[next];
         next = (next + 1) % pumps.length;
         lane.pumpedBy(p);
         p.added.add(lane);
         p.wakeAlways();
+        String death = p.death;
+        if (death != null) {
+            lane.conn.fail(death);                 // the lane may be in no list the dying helper failed
+        }
     }
 
     int threads() {
@@ -102,6 +109,8 @@ final class TcpPumps implements AutoCloseable {
         private Lane[] lanes = NONE;
         private volatile boolean sleeping;
         private volatile boolean running = true;
+        /** Why this helper stopped (a bug): every connection it moved, and any given to it later, fails with it. */
+        volatile String death;
         Thread thread;
 
         Pump(Selector selector) {
@@ -148,8 +157,19 @@ final class TcpPumps implements AutoCloseable {
                     idleSince = 0;
                 }
             } catch (RuntimeException | Error e) {
-                LOG.error("jmesh tcp: helper thread {} stopped: {}; its connections stall (report this)",
-                        Thread.currentThread().getName(), e.toString(), e);
+                String why = "the jmesh TCP helper thread " + Thread.currentThread().getName() + " stopped (" + e
+                        + "), so the connections whose sockets it moved fail; report this, and meanwhile set "
+                        + "JMESH_TCP_THREADS=0 to move every byte on the application's thread";
+                LOG.error("jmesh tcp: {}", why, e);
+                death = why;
+                for (Lane l : lanes) {
+                    l.active = false;
+                    l.conn.fail(why);
+                }
+                Lane l;
+                while ((l = added.poll()) != null) {
+                    l.conn.fail(why);
+                }
                 throw e;
             } finally {
                 try {
@@ -171,10 +191,13 @@ final class TcpPumps implements AutoCloseable {
                     retired = true;
                     continue;
                 }
-                if (l.conn.state() == 0) {
-                    worked |= l.pump();
+                try {
+                    if (l.conn.state() == 0) {
+                        worked |= l.pump();
+                    }
+                } finally {
+                    l.active = false;              // else a close waiting in retire() would wait for ever
                 }
-                l.active = false;
             }
             if (retired) {
                 prune();

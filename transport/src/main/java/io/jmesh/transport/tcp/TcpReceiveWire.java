@@ -72,17 +72,16 @@ final class TcpReceiveWire implements ReceiveWire {
         this.server = new TcpOpServer(conn, registry);
         this.sockets = conn.sockets;
         this.socketCount = sockets.length;
-        this.headers = new ByteBuffer[socketCount];
-        this.payload = new ByteBuffer[socketCount];
-        this.reading = new int[socketCount];
-        this.length = new int[socketCount];
-        this.endOfStream = new boolean[socketCount];
-        this.views = new ViewCache[socketCount];
-        for (int j = 0; j < socketCount; j++) {
-            headers[j] = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
-            reading[j] = HEADER;
-            views[j] = new ViewCache();
-        }
+        // what this thread reads itself: socket 0 (the bulk sockets are the lanes')
+        this.headers = new ByteBuffer[1];
+        this.payload = new ByteBuffer[1];
+        this.reading = new int[1];
+        this.length = new int[1];
+        this.endOfStream = new boolean[1];
+        this.views = new ViewCache[1];
+        headers[0] = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
+        reading[0] = HEADER;
+        views[0] = new ViewCache();
         lanes = new ReceiveLane[socketCount - 1];
         posted = lanes.length > 0 ? new PostedTable() : null;
         for (int l = 0; l < lanes.length; l++) {

@@ -176,16 +176,57 @@ class TcpLaneTest {
         CountDownLatch inside = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         AtomicInteger calls = new AtomicInteger();
-        Lane lane = new Lane(pair[0], new DataConnection(new SocketChannel[] {pair[0]}, "test")) {
+        Lane lane = lane(pair[0], new DataConnection(new SocketChannel[] {pair[0]}, "test"), () -> {
+            calls.incrementAndGet();
+            inside.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        pumps.attach(lane);
+        assertTrue(inside.await(30, TimeUnit.SECONDS), "the helper took the lane");
+        CompletableFuture<Void> retired = CompletableFuture.runAsync(lane::retire);
+        Thread.sleep(300);
+        assertFalse(retired.isDone(), "retire() returned while the helper was inside pump()");
+        release.countDown();
+        retired.get(30, TimeUnit.SECONDS);
+        int after = calls.get();
+        Thread.sleep(100);
+        assertEquals(after, calls.get(), "the helper entered a retired lane");
+    }
+
+    /**
+     * A helper that stops on an unexpected exception (a bug) must not leave its connections hanging: they fail with
+     * the reason and the fix, a close does not wait for it, and a lane given to it later fails at once.
+     */
+    @Test
+    void aHelperThatStopsFailsItsConnectionsNamingTheWayOut() throws Exception {
+        TcpPumps pumps = TcpPumps.start(1, "test");
+        cleanup.add(pumps);
+        SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
+        DataConnection conn = new DataConnection(new SocketChannel[] {pair[0]}, "test");
+        Lane broken = lane(pair[0], conn, () -> {
+            throw new IllegalArgumentException("a bug in a lane");
+        });
+        pumps.attach(broken);
+        await("the connection fails", conn::failed);
+        assertTrue(conn.error().contains("helper thread") && conn.error().contains("a bug in a lane")
+                && conn.error().contains("JMESH_TCP_THREADS=0"), conn.error());
+        CompletableFuture.runAsync(broken::retire).get(30, TimeUnit.SECONDS);  // a hang guard, not a timing
+        SocketChannel[] other = TcpTestSupport.socketPair(cleanup);
+        DataConnection later = new DataConnection(new SocketChannel[] {other[0]}, "test");
+        pumps.attach(lane(other[0], later, () -> { }));
+        assertTrue(later.failed(), "a lane given to the stopped helper fails at once");
+    }
+
+    /** A lane whose pump() runs {@code body}; always ready, never waits on its socket. */
+    private static Lane lane(SocketChannel channel, DataConnection conn, Runnable body) {
+        return new Lane(channel, conn) {
             @Override
             boolean pump() {
-                calls.incrementAndGet();
-                inside.countDown();
-                try {
-                    release.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
+                body.run();
                 return false;
             }
 
@@ -199,16 +240,6 @@ class TcpLaneTest {
                 return 0;
             }
         };
-        pumps.attach(lane);
-        assertTrue(inside.await(30, TimeUnit.SECONDS), "the helper took the lane");
-        CompletableFuture<Void> retired = CompletableFuture.runAsync(lane::retire);
-        Thread.sleep(300);
-        assertFalse(retired.isDone(), "retire() returned while the helper was inside pump()");
-        release.countDown();
-        retired.get(30, TimeUnit.SECONDS);
-        int after = calls.get();
-        Thread.sleep(100);
-        assertEquals(after, calls.get(), "the helper entered a retired lane");
     }
 
     /** A receiver over two sockets whose bulk socket's far end ({@code bulk}) the test writes by hand. */
