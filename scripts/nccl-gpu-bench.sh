@@ -5,6 +5,8 @@
 # target/nccl-gpu). See docs/nccl.md and docs/benchmarks.md.
 #   usage: scripts/nccl-gpu-bench.sh [--quick]
 # Environment: PLUGIN_DIR (the install layout), PYTHON, OUT, SIZES (MiB, default 1,4,16,64,256), ITERS (10),
+# ROUNDS (1: each of Socket, jmesh and Socket's best once; 2 or more interleave them, labels -r1, -r2, ...),
+# JMESH_VARIANTS (e.g. "JMESH_TCP_SPIN_US=20 JMESH_TCP_THREADS=4": one more jmesh run per round for each setting),
 # JMESH_SOCKETS_SWEEP (e.g. "1 8": extra jmesh runs with that many TCP sockets per connection).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -43,6 +45,18 @@ done
 wait
 grep -h 'driver:' "$OUT/driver/rank0.log" | tail -12
 grep -q 'PASS' "$OUT/driver/rank0.log" && grep -q 'PASS' "$OUT/driver/rank1.log" || { echo "driver smoke FAILED"; tail -20 "$OUT"/driver/rank*.log; status=1; }
+# a ping-pong of striped messages, then each side sends 8 and waits on its receives only: the sends must arrive
+# without another call on the sender (they did not before 2026-11-26 with the helper threads on many CPUs)
+rm -rf "$OUT/driver-pingpong" && mkdir -p "$OUT/driver-pingpong"
+for r in 0 1; do
+    timeout 60 "$PLUGIN_DIR/bin/nccl-net-driver" --plugin "$PLUGIN_DIR/libnccl-net-jmesh.so" --rank $r --nranks 2 \
+        --dir "$OUT/driver-pingpong" --calls 1000 --min 512K --max 512K --warm-seconds 1 --timeout 30 \
+        > "$OUT/driver-pingpong/rank$r.log" 2>&1 &
+done
+wait
+grep -h 'ping-pong' "$OUT/driver-pingpong/rank0.log"
+grep -q 'PASS' "$OUT/driver-pingpong/rank0.log" && grep -q 'PASS' "$OUT/driver-pingpong/rank1.log" \
+    || { echo "driver ping-pong FAILED"; tail -5 "$OUT"/driver-pingpong/rank*.log; status=1; }
 
 START=$SECONDS
 run_torch() { # label, time limit (s), then environment assignments
@@ -58,19 +72,28 @@ run_torch() { # label, time limit (s), then environment assignments
     if [ $rc -ne 0 ]; then echo "torch $label FAILED (exit $rc)"; tail -40 "$OUT/$label.log"; status=1; fi
 }
 
-echo "== 2. baseline: NCCL's built-in Socket transport, defaults (1 socket, no helper threads)"
-run_torch socket 150 NCCL_NET_PLUGIN=none NCCL_NET=Socket
+ROUNDS=${ROUNDS:-1}
+JMESH_ENV=(NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+for ((round = 1; round <= ROUNDS; round++)); do
+    sfx=$([ "$ROUNDS" -gt 1 ] && echo "-r$round")
+    echo "== 2. baseline: NCCL's built-in Socket transport, defaults (1 socket, no helper threads)"
+    run_torch "socket$sfx" 150 NCCL_NET_PLUGIN=none NCCL_NET=Socket
 
-echo "== 3. PyTorch over the jmesh plugin (NCCL_NET_PLUGIN=jmesh, found on LD_LIBRARY_PATH)"
-run_torch jmesh 270 NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-grep -q 'Loaded net plugin jmesh' "$OUT/jmesh.log" || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
+    echo "== 3. PyTorch over the jmesh plugin (NCCL_NET_PLUGIN=jmesh, found on LD_LIBRARY_PATH)"
+    run_torch "jmesh$sfx" 270 "${JMESH_ENV[@]}"
+    grep -q 'Loaded net plugin jmesh' "$OUT/jmesh$sfx.log" || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
 
-if [ $((SECONDS - START)) -lt ${SOCKET4_BEFORE_S:-330} ]; then
-    echo "== 4. baseline: NCCL Socket with 4 sockets per connection (jmesh's TCP provider uses JMESH_TCP_SOCKETS=4)"
-    run_torch socket4 150 NCCL_NET_PLUGIN=none NCCL_NET=Socket NCCL_NSOCKS_PERTHREAD=4 NCCL_SOCKET_NTHREADS=1
-else
-    echo "== 4. skipped (time): NCCL Socket with 4 sockets per connection"
-fi
+    if [ "$ROUNDS" -gt 1 ] || [ $((SECONDS - START)) -lt ${SOCKET4_BEFORE_S:-330} ]; then
+        echo "== 4. baseline: NCCL Socket with 4 sockets per connection (jmesh's TCP provider uses JMESH_TCP_SOCKETS=4)"
+        run_torch "socket4$sfx" 150 NCCL_NET_PLUGIN=none NCCL_NET=Socket NCCL_NSOCKS_PERTHREAD=4 NCCL_SOCKET_NTHREADS=1
+    else
+        echo "== 4. skipped (time): NCCL Socket with 4 sockets per connection"
+    fi
+    for v in ${JMESH_VARIANTS:-}; do
+        echo "== 4b. jmesh with $v"
+        run_torch "jmesh-$(echo "${v#JMESH_}" | tr 'A-Z=_' 'a-z--')$sfx" 150 "${JMESH_ENV[@]}" "$v"
+    done
+done
 
 # optional: jmesh with other numbers of TCP data sockets per connection, e.g. JMESH_SOCKETS_SWEEP="1 8"
 for n in ${JMESH_SOCKETS_SWEEP:-}; do

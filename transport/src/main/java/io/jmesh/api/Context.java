@@ -47,6 +47,7 @@ public final class Context {
     private boolean multiLink = true;
     private int tcpSockets = 4;
     private int tcpThreads = 8;
+    private int tcpSpinUs = 200;
     private long handshakeTimeoutMs = 10_000;
     private int handshakeMaxPending = 32;
     private int routePort = 18515;
@@ -130,6 +131,7 @@ public final class Context {
             case MULTI_LINK -> multiLink = v == 1;
             case TCP_SOCKETS -> tcpSockets = (int) v;
             case TCP_THREADS -> tcpThreads = (int) v;
+            case TCP_SPIN_US -> tcpSpinUs = (int) v;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs = v;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending = (int) v;
             case ROUTE_PORT -> routePort = (int) v;
@@ -211,6 +213,7 @@ public final class Context {
             case MULTI_LINK -> multiLink ? 1 : 0;
             case TCP_SOCKETS -> tcpSockets;
             case TCP_THREADS -> tcpThreads;
+            case TCP_SPIN_US -> tcpSpinUs;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending;
             case ROUTE_PORT -> routePort;
@@ -406,6 +409,19 @@ public final class Context {
     public Context tcpThreads(int threads) {
         tcpThreads = threads;
         return set(Setting.TCP_THREADS, "tcpThreads(" + threads + ")");
+    }
+
+    /**
+     * How long a TCP helper thread with nothing to move keeps polling before it sleeps in its selector, in
+     * microseconds (default 200).
+     */
+    public int tcpSpinUs() {
+        return tcpSpinUs;
+    }
+
+    public Context tcpSpinUs(int micros) {
+        tcpSpinUs = micros;
+        return set(Setting.TCP_SPIN_US, "tcpSpinUs(" + micros + ")");
     }
 
     /** How long one connection handshake may take, in milliseconds (default 10 000). */

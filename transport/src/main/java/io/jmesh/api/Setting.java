@@ -42,6 +42,10 @@ public enum Setting {
     TCP_THREADS("jmesh.tcp.threads", "JMESH_TCP_THREADS", null, 0, 64,
             "helper threads per fabric that move the bytes of the TCP bulk sockets (each socket belongs to one), at "
                     + "most one per CPU; 0: the application's thread does it inside isend/irecv/test"),
+    TCP_SPIN_US("jmesh.tcp.spin.us", "JMESH_TCP_SPIN_US", null, 0, 1_000_000,
+            "how long a TCP helper thread with nothing to move keeps polling its sockets before it sleeps, in "
+                    + "microseconds; longer answers sooner between the steps of a collective, at the price of a busy "
+                    + "CPU per helper for that long after each burst"),
     HANDSHAKE_TIMEOUT_MS("jmesh.handshake.timeout.ms", "JMESH_HANDSHAKE_TIMEOUT_MS", "NCCL_MESH_TIMEOUT_MS", 100,
             3_600_000, "how long one connection handshake may take, in milliseconds"),
     HANDSHAKE_MAX_PENDING("jmesh.handshake.max.pending", "JMESH_HANDSHAKE_MAX_PENDING", null, 1, 4096,

@@ -65,12 +65,13 @@ class ContextTest {
         Context c = env("JMESH_PROVIDER", "TCP", "JMESH_ADDRESSES", "127.0.0.1/8, 10.1.2.3/24",
                 "JMESH_IB_TIMEOUT", "18", "JMESH_IB_RETRY_CNT", "3", "JMESH_IB_RNR_RETRY", "2", "JMESH_IB_SL", "4",
                 "JMESH_IB_TC", "106", "JMESH_QPS_PER_CONNECTION", "2", "JMESH_MULTI_LINK", "0",
-                "JMESH_TCP_SOCKETS", "8", "JMESH_HANDSHAKE_TIMEOUT_MS", "200").conclude();
+                "JMESH_TCP_SOCKETS", "8", "JMESH_TCP_SPIN_US", "0", "JMESH_HANDSHAKE_TIMEOUT_MS", "200").conclude();
         assertEquals("tcp", c.provider());
         assertEquals(List.of(IpPrefix.parse("127.0.0.1/8"), IpPrefix.parse("10.1.2.3/24")), c.addresses());
         assertEquals(List.of(18, 3, 2, 4, 106, 2, 8), List.of(c.ibTimeout(), c.ibRetryCount(), c.ibRnrRetry(),
                 c.ibServiceLevel(), c.ibTrafficClass(), c.qpsPerConnection(), c.tcpSockets()));
         assertFalse(c.multiLink());
+        assertEquals(0, c.tcpSpinUs());
         assertEquals(200, c.handshakeTimeout().toMillis());
     }
 

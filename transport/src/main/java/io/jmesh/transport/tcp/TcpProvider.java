@@ -57,15 +57,17 @@ public final class TcpProvider implements Provider {
     private final Set<AutoCloseable> owned = new LinkedHashSet<>();
     private final TcpRegistry registry = new TcpRegistry();
     private final int threads;
+    private final int spinUs;
     /** The helper threads that move the bulk sockets; started with the first connection. */
     private TcpPumps pumps;
     private boolean closed;
 
-    TcpProvider(List<LocalLink> links, int sockets, int threads, Duration handshakeTimeout, HandshakeAgent agent,
-                TcpRelay relay, RouteService routes) {
+    TcpProvider(List<LocalLink> links, int sockets, int threads, int spinUs, Duration handshakeTimeout,
+                HandshakeAgent agent, TcpRelay relay, RouteService routes) {
         this.links = List.copyOf(links);
         this.sockets = sockets;
         this.threads = threads;
+        this.spinUs = spinUs;
         this.handshakeTimeout = handshakeTimeout;
         this.agent = agent;
         this.relay = relay;
@@ -103,11 +105,11 @@ public final class TcpProvider implements Provider {
             throw new UncheckedIOException("cannot start the jmesh relay and route discovery: " + e.getMessage(),
                     (IOException) e);
         }
-        LOG.info("jmesh tcp: links {}, {} data sockets per connection, {} helper threads ({} CPUs), relay ports {}",
-                links, context.tcpSockets(), context.tcpThreads(), Runtime.getRuntime().availableProcessors(),
-                relay.ports());
-        return new TcpProvider(links, context.tcpSockets(), context.tcpThreads(), context.handshakeTimeout(), agent,
-                relay, routes);
+        LOG.info("jmesh tcp: links {}, {} data sockets per connection, {} helper threads ({} CPUs, spinning {} us "
+                        + "before they sleep), relay ports {}", links, context.tcpSockets(), context.tcpThreads(),
+                Runtime.getRuntime().availableProcessors(), context.tcpSpinUs(), relay.ports());
+        return new TcpProvider(links, context.tcpSockets(), context.tcpThreads(), context.tcpSpinUs(),
+                context.handshakeTimeout(), agent, relay, routes);
     }
 
     @Override
@@ -238,7 +240,7 @@ public final class TcpProvider implements Provider {
      */
     synchronized TcpPumps pumps() {
         if (pumps == null && threads > 0 && sockets > 1 && !closed) {
-            pumps = TcpPumps.start(Math.min(threads, Runtime.getRuntime().availableProcessors()),
+            pumps = TcpPumps.start(Math.min(threads, Runtime.getRuntime().availableProcessors()), spinUs,
                     Integer.toHexString(System.identityHashCode(this)));
         }
         return pumps;

@@ -20,13 +20,13 @@ import java.util.function.Consumer;
  * sockets of many connections, and of one connection, move in parallel while the application's thread only hands
  * chunks over and collects completions.
  *
- * <p>A helper with nothing to do spins for {@value #SPIN_US} us, then sleeps in its selector until a lane's socket is
- * ready or an owner hands it work ({@link Pump#wake()}: a selector wake-up only when it sleeps). It never allocates
- * in steady state: lanes are adopted through a queue and kept in an array that changes only on adopt and retire.
+ * <p>A helper with nothing to do keeps polling for {@code JMESH_TCP_SPIN_US} (the next step of a collective usually
+ * comes within that, and waking a sleeping thread costs tens of microseconds), then sleeps in its selector until a
+ * lane's socket is ready or an owner hands it work ({@link Pump#wake()}: a selector wake-up only when it sleeps). It
+ * never allocates in steady state: lanes are adopted through a queue and kept in an array that changes only on adopt and retire.
  */
 final class TcpPumps implements AutoCloseable {
     private static final Logger LOG = LogManager.getLogger(TcpPumps.class);
-    static final long SPIN_US = 20;
     private static final long SLEEP_MS = 100;
     private static final Lane[] NONE = {};
 
@@ -38,14 +38,14 @@ final class TcpPumps implements AutoCloseable {
     }
 
     /** {@code threads} helpers, started; null when threads is 0 (every lane is moved by its owner's thread). */
-    static TcpPumps start(int threads, String name) {
+    static TcpPumps start(int threads, int spinUs, String name) {
         if (threads == 0) {
             return null;
         }
         Pump[] pumps = new Pump[threads];
         try {
             for (int i = 0; i < threads; i++) {
-                pumps[i] = new Pump(Selector.open());
+                pumps[i] = new Pump(Selector.open(), TimeUnit.MICROSECONDS.toNanos(spinUs));
             }
         } catch (IOException e) {
             for (Pump p : pumps) {
@@ -104,6 +104,7 @@ final class TcpPumps implements AutoCloseable {
     /** One helper thread and the lanes it moves. */
     static final class Pump implements Runnable {
         private final Selector selector;
+        private final long spinNanos;
         final ConcurrentLinkedQueue<Lane> added = new ConcurrentLinkedQueue<>();
         private final Consumer<SelectionKey> ignore = k -> { };
         private Lane[] lanes = NONE;
@@ -113,8 +114,9 @@ final class TcpPumps implements AutoCloseable {
         volatile String death;
         Thread thread;
 
-        Pump(Selector selector) {
+        Pump(Selector selector, long spinNanos) {
             this.selector = selector;
+            this.spinNanos = spinNanos;
         }
 
         /** New work for a lane of this helper: wakes it if it sleeps. */
@@ -149,7 +151,7 @@ final class TcpPumps implements AutoCloseable {
                     if (idleSince == 0) {
                         idleSince = now;
                     }
-                    if (now - idleSince < TimeUnit.MICROSECONDS.toNanos(SPIN_US)) {
+                    if (now - idleSince < spinNanos) {
                         Thread.onSpinWait();
                         continue;
                     }

@@ -20,8 +20,9 @@ import java.util.function.Consumer;
  * The TCP wire of a sender. The receiver sends a clear-to-send frame ({@link CtsFrame}) per grouped receive on data
  * socket 0; each is checked and filed as {@link Cts} entries into a local FIFO, where the core matches sends exactly
  * as on verbs. A matched message of up to {@value #SMALL} bytes goes out on socket 0 from this thread, at once; a
- * larger one is cut into chunks ({@link ChunkHeader}) handed to the bulk sockets' {@link SendLane}s, which the
- * fabric's helper threads write straight from the registered memory, in parallel ({@link TcpPumps}). One-sided writes
+ * larger one is cut into chunks ({@link ChunkHeader}), striped over the bulk sockets' {@link SendLane}s as soon as
+ * it is matched, which the fabric's helper threads write straight from the registered memory, in parallel ({@link
+ * TcpPumps}), with no further call on this thread. One-sided writes
  * and reads ({@link OpFrame}) go on socket 0 ahead of small messages. The peer's receiver applies them and answers on
  * socket 0 (read data, then a completion per operation). A connection of one socket, or memory only this thread may
  * touch (a confined arena), sends everything on socket 0.
@@ -84,6 +85,7 @@ final class TcpSendWire implements SendWire {
     private final SendLane[] lanes;
     private final int[][] laneMessage;
     private final long[] laneDone;
+    private int nextLane;
 
     // one-sided operations: issued, put on the wire (all pieces handed to socket 0), answered by the owner
     private final Op[] ops = new Op[OpWindow.SIZE];
@@ -394,7 +396,7 @@ final class TcpSendWire implements SendWire {
         }
     }
 
-    /** Accounts for the chunks the lanes finished writing, in each lane's order. */
+    /** Accounts for the stripes the lanes finished writing, in each lane's order. */
     private void collect() {
         for (int l = 0; l < lanes.length; l++) {
             long written = lanes[l].written();
@@ -405,34 +407,37 @@ final class TcpSendWire implements SendWire {
         }
     }
 
-    /** Hands the queued large messages' chunks to the lanes, each to the one with the fewest chunks queued. */
+    /**
+     * Hands each queued large message to the lanes, one stripe per lane (chunk j goes to the j-th lane from a
+     * rotating start), all of it at once: a lane's ring has room for every message the sender can have in flight,
+     * so nothing waits for another call on this thread.
+     */
     private void feed() {
         while (bulkHead != bulkTail) {
-            SendLane lane = null;
-            int at = -1;
-            long least = SendLane.DEPTH;
-            for (int l = 0; l < lanes.length; l++) {
-                long queued = lanes[l].offered() - laneDone[l];
-                if (queued < least) {
-                    least = queued;
-                    lane = lanes[l];
-                    at = l;
-                }
-            }
-            if (lane == null) {
-                return;                            // every lane has DEPTH chunks queued
-            }
             int k = bulk[bulkHead & (CoreSender.MESSAGES - 1)];
             SendSlot slot = slots[k / Cts.MAX_RECVS];
             int i = k % Cts.MAX_RECVS;
-            long offset = out[k].assigned;
-            int length = nextChunk(k);
-            laneMessage[at][(int) (lane.offered() & (SendLane.DEPTH - 1))] = k;
-            lane.offer(i, (int) slot.seq, slot.length[i], offset, length, out[k].ops,
-                    (TcpRegistration) slot.registration[i], slot.offset[i] + offset);
-            if (handedOut(k, length)) {
-                bulkHead++;
+            Outgoing m = out[k];
+            long length = slot.length[i];
+            int stripes = (int) Math.min(lanes.length, (length + m.chunk - 1) / m.chunk);
+            for (int j = 0; j < stripes; j++) {
+                int l = (nextLane + j) % lanes.length;
+                if (lanes[l].offered() - laneDone[l] >= SendLane.DEPTH) {
+                    return;                        // cannot happen while DEPTH covers the messages in flight
+                }
             }
+            for (int j = 0; j < stripes; j++) {
+                int l = (nextLane + j) % lanes.length;
+                SendLane lane = lanes[l];
+                laneMessage[l][(int) (lane.offered() & (SendLane.DEPTH - 1))] = k;
+                lane.offer(i, (int) slot.seq, length, m.ops, (TcpRegistration) slot.registration[i], slot.offset[i],
+                        (long) j * m.chunk, m.chunk, (long) stripes * m.chunk);
+            }
+            nextLane = (nextLane + stripes) % lanes.length;
+            m.assigned = length;
+            m.outstanding += stripes;
+            m.queued = false;
+            bulkHead++;
         }
     }
 
@@ -559,7 +564,7 @@ final class TcpSendWire implements SendWire {
     long bulkChunks() {
         long n = 0;
         for (SendLane lane : lanes) {
-            n += lane.written();
+            n += lane.chunksWritten();
         }
         return n;
     }

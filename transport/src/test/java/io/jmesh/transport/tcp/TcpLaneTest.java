@@ -106,6 +106,53 @@ class TcpLaneTest {
         assertTrue(bulkChunks(p.sender()) >= 3 + 1 + 3, "chunks on the bulk sockets: " + bulkChunks(p.sender()));
     }
 
+    /**
+     * Once isend took a large message, its bytes reach the receiver without another call on the sender, as with
+     * NCCL's Socket and IB transports: a program may send many messages and then wait on its receives only (the
+     * NCCL driver's drain does). 8 messages of 2 MiB are 32 chunks of 512 KiB over 3 bulk sockets.
+     */
+    @Test
+    void acceptedLargeSendsArriveWhileOnlyTheReceiverIsPolled() throws Exception {
+        TcpProvider a = provider("127.0.103.8/24", 3);
+        TcpProvider b = provider("127.0.103.9/24", 3);
+        TcpTestSupport.Pair p = connect(a, b.listen());
+        int n = 8;
+        long size = 2 * MIB;
+        MemorySegment src = arena.allocate(size * n, 4096);
+        MemorySegment dst = arena.allocate(size * n, 4096);
+        Registration rs = a.register(src);
+        Registration rd = b.register(dst);
+        int[] recv = new int[n];
+        for (int i = 0; i < n; i++) {
+            fill(src, i * size, size, 70 + i);
+            recv[i] = p.receiver().irecv(1, new Registration[] {rd}, new long[] {i * size}, new long[] {size},
+                    new int[] {i});
+            assertTrue(recv[i] >= 0, Status.describe(recv[i]));
+        }
+        int[] sent = new int[n];
+        for (int i = 0; i < n; i++) {
+            sent[i] = send(p.sender(), rs, i * size, size, i);
+        }
+        int[] got = new int[n];
+        await("8 receives of 2 MiB with the sender left alone", () -> {
+            boolean all = true;
+            for (int i = 0; i < n; i++) {
+                if (got[i] == 0) {
+                    int r = p.receiver().test(recv[i]);
+                    assertTrue(r >= 0, () -> Status.describe(r) + ": " + p.receiver().error());
+                    got[i] = r;
+                }
+                all &= got[i] == 1;
+            }
+            return all;
+        });
+        for (int i = 0; i < n; i++) {
+            assertEquals(1, p.sender().test(sent[i]), "send " + i);
+            assertSameBytes(src, i * size, dst, i * size, size, "message " + i);
+        }
+        assertTrue(bulkChunks(p.sender()) >= 4L * n, "chunks on the bulk sockets: " + bulkChunks(p.sender()));
+    }
+
     @Test
     void memoryOfAConfinedArenaIsSentAndReceivedOnSocketZero() throws Exception {
         TcpProvider a = provider("127.0.103.4/24", 2);
@@ -170,7 +217,7 @@ class TcpLaneTest {
     /** What lets the memory go: once retire() returns, the helper is out of the lane and never enters it again. */
     @Test
     void retireWaitsForTheHelperToLeaveTheLane() throws Exception {
-        TcpPumps pumps = TcpPumps.start(1, "test");
+        TcpPumps pumps = TcpPumps.start(1, 20, "test");
         cleanup.add(pumps);
         SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
         CountDownLatch inside = new CountDownLatch(1);
@@ -203,7 +250,7 @@ class TcpLaneTest {
      */
     @Test
     void aHelperThatStopsFailsItsConnectionsNamingTheWayOut() throws Exception {
-        TcpPumps pumps = TcpPumps.start(1, "test");
+        TcpPumps pumps = TcpPumps.start(1, 20, "test");
         cleanup.add(pumps);
         SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
         DataConnection conn = new DataConnection(new SocketChannel[] {pair[0]}, "test");
@@ -247,7 +294,7 @@ class TcpLaneTest {
     }
 
     private Hostile receiverWithABulkSocket(int threads) throws Exception {
-        TcpPumps pumps = TcpPumps.start(threads, "test");
+        TcpPumps pumps = TcpPumps.start(threads, 20, "test");
         cleanup.add(pumps);
         SocketChannel[] zero = TcpTestSupport.socketPair(cleanup);
         SocketChannel[] one = TcpTestSupport.socketPair(cleanup);
