@@ -72,6 +72,13 @@ else
         testbed_step junit-line4 testbed/junit --retry-infra line:4 --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaRelayTest \
             --select-class io.jmesh.transport.rdma.RdmaKilledRelayTest
+        # aarch64, what jmesh's users run: arm64 guests (qemu-system-aarch64, TCG) of pair, with Debian's arm64 JDK
+        # and rdma-core: the bindings' layouts against gcc for aarch64, the inline verbs and the contract suite on
+        # real verbs (the subset, and why: docs/testing.md, "arm64 guests")
+        testbed_step junit-arm64-pair testbed/junit --retry-infra --arch arm64 --tag rdma --tag native-layout pair \
+            --classpath "$cp" -- --select-class io.jmesh.verbs.RxeSmokeTest \
+            --select-class io.jmesh.verbs.LayoutMatchesCTest \
+            --select-class io.jmesh.api.contract.RdmaSenderReceiverContractTest
     fi
     # the NCCL plugin over verbs: nccl-net-driver in every guest of pair, triangle, line:3 and ring:4, all ranks to
     # all, through relay nodes where no link joins two ranks (docs/nccl.md)

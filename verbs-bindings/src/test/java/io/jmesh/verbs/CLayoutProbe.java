@@ -10,6 +10,7 @@ import java.lang.reflect.Modifier;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,6 +30,13 @@ final class CLayoutProbe {
     record Row(String key, String value) {
     }
 
+    /**
+     * The layouts of glibc's own types (pthread_mutex_t, its internal structs): compared by size and alignment only,
+     * wherever they appear. Their members are glibc's private business, named differently from one architecture or
+     * glibc release to the next (aarch64 has no {@code __elision}; glibc 2.41 renamed {@code __g_refs}), and the
+     * bindings never read them.
+     */
+    private final Set<MemoryLayout> opaque = new HashSet<>();
     private final List<Row> javaRows = new ArrayList<>();
     private final List<String> cStatements = new ArrayList<>();
 
@@ -38,7 +46,13 @@ final class CLayoutProbe {
         javaRows.add(new Row("sizeof|" + name, layout.byteSize() + "/" + layout.byteAlignment()));
         cStatements.add("printf(\"sizeof|%s|%zu/%zu\\n\", \"" + name + "\", sizeof(" + cType + "), _Alignof(" + cType
                 + "));");
-        walk(name, cType, layout, "", 0);
+        if (!isGlibcPrivate(name)) {
+            walk(name, cType, layout, "", 0);
+        }
+    }
+
+    static boolean isGlibcPrivate(String name) {
+        return name.startsWith("pthread_") || name.startsWith("__pthread") || name.equals("__atomic_wide_counter");
     }
 
     private void walk(String name, String cType, GroupLayout group, String prefix, long base) {
@@ -56,7 +70,7 @@ final class CLayoutProbe {
             javaRows.add(new Row("member|" + name + "." + path, offset + "/" + m.byteSize()));
             cStatements.add("printf(\"member|%s|%zu/%zu\\n\", \"" + name + "." + path + "\", offsetof(" + cType + ", "
                     + path + "), sizeof(((" + cType + "*)0)->" + path + "));");
-            if (m instanceof GroupLayout g) {
+            if (m instanceof GroupLayout g && !opaque.contains(g.withoutName())) {
                 walk(name, cType, g, path, offset);
             }
         }
@@ -75,14 +89,17 @@ final class CLayoutProbe {
             classes = files.filter(p -> p.toString().endsWith(".class") && !p.getFileName().toString().contains("$"))
                     .sorted().toList();
         }
-        for (Path p : classes) {
+        List<Path> structs = classes.stream()
+                .filter(p -> !p.getFileName().toString().startsWith("verbs_h")).toList();
+        for (Path p : structs) {
             String simple = p.getFileName().toString().replace(".class", "");
-            if (simple.startsWith("verbs_h")) {
-                continue;
+            if (isGlibcPrivate(simple)) {
+                opaque.add(layoutOf(packageName + "." + simple).withoutName());
             }
-            Class<?> c = Class.forName(packageName + "." + simple);
-            Method layout = c.getMethod("layout");
-            addStruct(simple, (GroupLayout) layout.invoke(null));
+        }
+        for (Path p : structs) {
+            String simple = p.getFileName().toString().replace(".class", "");
+            addStruct(simple, layoutOf(packageName + "." + simple));
         }
         for (Method m : headerClass.getMethods()) {
             if (m.getName().startsWith("IBV_") && m.getParameterCount() == 0 && Modifier.isStatic(m.getModifiers())
@@ -90,6 +107,11 @@ final class CLayoutProbe {
                 addConstant(m.getName(), ((Number) m.invoke(null)).longValue());
             }
         }
+    }
+
+    private static GroupLayout layoutOf(String className) throws ReflectiveOperationException {
+        Method layout = Class.forName(className).getMethod("layout");
+        return (GroupLayout) layout.invoke(null);
     }
 
     List<Row> javaRows() {

@@ -3,6 +3,7 @@ package io.jmesh.verbs;
 import io.jmesh.verbs.ffi.ibv_send_wr;
 import io.jmesh.verbs.ffi.verbs_h;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -21,6 +22,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * The bindings agree with C: every struct and member of the generated classes has gcc's offset and size, every
  * struct gcc's size and alignment, every constant gcc's value, compiled from the same verbs.h.
  */
+@Tag("native-layout")         // also run in the arm64 testbed guests, where gcc compiles the probe for aarch64
 class LayoutMatchesCTest {
     static final Path HEADER = Path.of("/usr/include/infiniband/verbs.h");
 

@@ -29,7 +29,7 @@ public class pthread_mutex_t {
 
     private static final GroupLayout $LAYOUT = MemoryLayout.unionLayout(
         __pthread_mutex_s.layout().withName("__data"),
-        MemoryLayout.sequenceLayout(40, verbs_h.C_CHAR).withName("__size"),
+        MemoryLayout.sequenceLayout("aarch64".equals(System.getProperty("os.arch")) ? 48 : 40, verbs_h.C_CHAR).withName("__size"),
         verbs_h.C_LONG.withName("__align")
     ).withName("$anon$67:9");
 
@@ -128,7 +128,7 @@ public class pthread_mutex_t {
         MemorySegment.copy(fieldValue, 0L, union, __size$OFFSET, __size$LAYOUT.byteSize());
     }
 
-    private static long[] __size$DIMS = { 40 };
+    private static long[] __size$DIMS = { __size$LAYOUT.elementCount() };
 
     /**
      * Dimensions for array field:
