@@ -119,3 +119,24 @@ jmesh_build_if_stale() {
         touch "$jar"
     fi
 }
+
+# jmesh_jlink_runtime MODULE_PATH OUT [STRIP]: the NCCL plugin's bundled Java runtime, linked by this JDK's jlink from
+# the jmods in MODULE_PATH (another architecture's of the same feature release), or from this JDK's own run-time image
+# when MODULE_PATH is empty, into OUT, with its native libraries stripped by STRIP (default strip;
+# aarch64-linux-gnu-strip for an aarch64 runtime).
+# java.desktop: Log4j Core's LoggerContext needs java.beans; its AWT/font/image/sound libraries are left out, and so
+# is the debug information a distribution's jmods carry (*.debuginfo).
+jmesh_jlink_runtime() {
+    local modules=$1 out=$2 strip=${3:-strip} path=()
+    [ -n "$modules" ] && path=(--module-path "$modules")
+    rm -rf "$out"
+    "$JAVA_HOME/bin/jlink" "${path[@]}" \
+        --add-modules java.base,java.desktop,java.logging,java.management,java.naming,java.xml,jdk.unsupported \
+        --strip-java-debug-attributes --no-man-pages --no-header-files --compress=zip-9 \
+        "--exclude-files=**/*.debuginfo,**/libawt*.so,**/libfontmanager.so,**/libjavajpeg.so,**/liblcms.so,**/libmlib_image.so,**/libsplashscreen.so,**/libjsound.so,**/libfreetype.so,**/libharfbuzz.so" \
+        --output "$out" || return 1
+    # jlink keeps the native symbol tables (and a distribution's JDK its debug info); without them libjvm.so is small
+    if command -v "$strip" >/dev/null 2>&1; then
+        find "$out" -name '*.so' -exec "$strip" --strip-unneeded {} \;
+    fi
+}

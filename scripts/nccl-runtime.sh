@@ -9,16 +9,7 @@ ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 jmesh_find_jdk
 PLUGIN_DIR=${1:-$ROOT/nccl-shim/target/nccl-plugin}
 [ -d "$PLUGIN_DIR/lib" ] || jmesh_die "no install layout at $PLUGIN_DIR: run 'mvn package -pl nccl-shim -am' first"
-rm -rf "$PLUGIN_DIR/jre"
-# java.desktop: Log4j Core's LoggerContext needs java.beans; its AWT/font/image/sound libraries are left out.
-"$JAVA_HOME/bin/jlink" --add-modules java.base,java.desktop,java.logging,java.management,java.naming,java.xml,jdk.unsupported \
-    --strip-debug --no-man-pages --no-header-files --compress=zip-9 \
-    "--exclude-files=**/libawt*.so,**/libfontmanager.so,**/libjavajpeg.so,**/liblcms.so,**/libmlib_image.so,**/libsplashscreen.so,**/libjsound.so,**/libfreetype.so,**/libharfbuzz.so" \
-    --output "$PLUGIN_DIR/jre"
-# jlink keeps the native symbol tables; without them libjvm.so is 5 MB smaller
-if command -v strip >/dev/null 2>&1; then
-    find "$PLUGIN_DIR/jre" -name '*.so' -exec strip --strip-unneeded {} \;
-fi
+jmesh_jlink_runtime "" "$PLUGIN_DIR/jre" || jmesh_die "jlink failed"
 echo jre > "$PLUGIN_DIR/java-home" # relative to the library: the layout may be copied anywhere
 echo "runtime: $PLUGIN_DIR/jre ($(du -sh "$PLUGIN_DIR/jre" | cut -f1)); layout $(du -sh "$PLUGIN_DIR" | cut -f1)"
 # a new runtime needs its own AOT cache: the old one fits only the runtime that wrote it

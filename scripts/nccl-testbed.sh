@@ -4,11 +4,22 @@
 # through a relay node), each guest one rank connected to all others; every byte is verified, test() sizes checked,
 # and in triangle each rank's connect through NCCL's dev 0 to the peer that dev 0 has no link to must be overridden
 # by the mesh (the log says so).
-#   usage: scripts/nccl-testbed.sh [TOPOLOGY...]     (default: pair triangle; needs the built plugin layout)
+#   usage: scripts/nccl-testbed.sh [--arch arm64] [TOPOLOGY...]     (default: pair triangle; needs the built layout)
+# --arch arm64: arm64 guests drive the aarch64 layout (scripts/nccl-layout-arm64.sh): the aarch64 driver, library and
+# bundled runtime, on an aarch64 kernel's verbs.
 # Last line: "nccl: N passed, N failed, N skipped" (one check per topology and guest).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-PLUGIN_DIR=${PLUGIN_DIR:-$ROOT/nccl-shim/target/nccl-plugin}
+ARCH=()
+if [ "${1:-}" = "--arch" ]; then
+    case ${2:-} in arm64|aarch64) ARCH=(--arch arm64) ;; x86_64|amd64) ;; *) echo "nccl-testbed: --arch arm64 or x86_64" >&2; exit 2 ;; esac
+    shift 2
+fi
+if [ ${#ARCH[@]} -gt 0 ]; then
+    PLUGIN_DIR=${PLUGIN_DIR:-$ROOT/nccl-shim/target/nccl-plugin-arm64}
+else
+    PLUGIN_DIR=${PLUGIN_DIR:-$ROOT/nccl-shim/target/nccl-plugin}
+fi
 
 if [ "${1:-}" = "--guest" ]; then # inside one guest
     read -r -a guests <<< "$TESTBED_GUESTS"
@@ -45,7 +56,7 @@ topos=("$@")
 [ ${#topos[@]} -gt 0 ] || topos=(pair triangle)
 passed=0 failed=0 skipped=0
 if [ ! -x "$PLUGIN_DIR/bin/nccl-net-driver" ]; then
-    echo "nccl-testbed: no plugin layout at $PLUGIN_DIR (mvn package -pl nccl-shim -am)"
+    echo "nccl-testbed: no plugin layout at $PLUGIN_DIR (mvn package -pl nccl-shim -am; for arm64 then scripts/nccl-layout-arm64.sh)"
     echo "nccl: 0 passed, 1 failed, 0 skipped"
     exit 1
 fi
@@ -53,9 +64,10 @@ for topo in "${topos[@]}"; do
     case $topo in triangle) n=3 ;; line:*|ring:*|mesh:*) n=${topo#*:} ;; *) n=2 ;; esac
     runfile=$(mktemp)
     # a run folder of our own under target/ (target/testbed may be a symlink, which the guests cannot follow)
-    out=$ROOT/target/nccl-testbed/$(date +%Y%m%d-%H%M%S)-${topo/:/}
+    out=$ROOT/target/nccl-testbed/$(date +%Y%m%d-%H%M%S)-${topo/:/}${ARCH[1]:+-${ARCH[1]}}
     mkdir -p "$(dirname "$out")"
-    "$ROOT/testbed/run" --retry-infra --grace 60 -t 420 --out "$out" --run-dir-file "$runfile" "$topo" -- \
+    "$ROOT/testbed/run" "${ARCH[@]}" -e PLUGIN_DIR="$PLUGIN_DIR" --retry-infra --grace 60 -t 420 --out "$out" \
+        --run-dir-file "$runfile" "$topo" -- \
         bash "$ROOT/scripts/nccl-testbed.sh" --guest
     rc=$?
     run=$(cat "$runfile" 2>/dev/null); rm -f "$runfile"

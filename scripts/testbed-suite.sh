@@ -75,15 +75,31 @@ else
         # aarch64, what jmesh's users run: arm64 guests (qemu-system-aarch64, TCG) of pair, with Debian's arm64 JDK
         # and rdma-core: the bindings' layouts against gcc for aarch64, the inline verbs and the contract suite on
         # real verbs (the subset, and why: docs/testing.md, "arm64 guests")
+        M=io.jmesh.transport.rdma.RdmaMeshTest
         testbed_step junit-arm64-pair testbed/junit --retry-infra --arch arm64 --tag rdma --tag native-layout pair \
             --classpath "$cp" -- --select-class io.jmesh.verbs.RxeSmokeTest \
-            --select-class io.jmesh.verbs.LayoutMatchesCTest \
-            --select-class io.jmesh.api.contract.RdmaSenderReceiverContractTest
+            --select-class io.jmesh.verbs.LayoutMatchesCTest --select-class io.jmesh.cli.DevicesCommandTest \
+            --select-class io.jmesh.api.contract.RdmaSenderReceiverContractTest \
+            --select-method "$M#thirtyTwoMessagesInFlightAndGroupedReceivesMatchByTag" \
+            --select-method "$M#receivesPostedWithMoreAreAnnouncedTogetherAndArriveIntact" \
+            --select-method "$M#oneSidedWriteAndReadReachEveryPeersMemory" \
+            --select-method "$M#everyLinkToAPeerCarriesData"
     fi
     # the NCCL plugin over verbs: nccl-net-driver in every guest of pair, triangle, line:3 and ring:4, all ranks to
     # all, through relay nodes where no link joins two ranks (docs/nccl.md)
     if [ -x nccl-shim/target/nccl-plugin/bin/nccl-net-driver ]; then
         testbed_step nccl scripts/nccl-testbed.sh pair triangle line:3 ring:4
+        # the aarch64 layout, built here (cross-compiled library and driver, jlink'd aarch64 runtime), driven between
+        # two arm64 guests over verbs
+        if scripts/nccl-layout-arm64.sh > target/nccl-layout-arm64.log 2>&1; then
+            tail -1 target/nccl-layout-arm64.log
+            testbed_step nccl-arm64 scripts/nccl-testbed.sh --arch arm64 pair
+        else
+            tail -20 target/nccl-layout-arm64.log
+            echo "testbed: the aarch64 plugin layout could not be built (target/nccl-layout-arm64.log)" \
+                | tee -a target/test-failures.txt
+            add_counts 0 1 0
+        fi
     else
         echo "testbed: no NCCL plugin layout (nccl-shim/target/nccl-plugin: the Maven build above failed?)"
         add_counts 0 1 0
