@@ -76,9 +76,10 @@ else
         # and rdma-core: the bindings' layouts against gcc for aarch64, the inline verbs and the contract suite on
         # real verbs (the subset, and why: docs/testing.md, "arm64 guests")
         M=io.jmesh.transport.rdma.RdmaMeshTest
-        testbed_step junit-arm64-pair testbed/junit --retry-infra --arch arm64 --tag rdma --tag native-layout pair \
+        testbed_step junit-arm64-pair testbed/junit --retry-infra --arch arm64 --tag rdma --tag native pair \
             --classpath "$cp" -- --select-class io.jmesh.verbs.RxeSmokeTest \
-            --select-class io.jmesh.verbs.LayoutMatchesCTest --select-class io.jmesh.cli.DevicesCommandTest \
+            --select-class io.jmesh.verbs.LayoutMatchesCTest --select-class io.jmesh.verbs.InlineVerbsTest \
+            --select-class io.jmesh.cli.DevicesCommandTest \
             --select-class io.jmesh.api.contract.RdmaSenderReceiverContractTest \
             --select-method "$M#thirtyTwoMessagesInFlightAndGroupedReceivesMatchByTag" \
             --select-method "$M#receivesPostedWithMoreAreAnnouncedTogetherAndArriveIntact" \

@@ -10,6 +10,7 @@ import io.jmesh.verbs.ffi.ibv_wc;
 import io.jmesh.verbs.ffi.verbs_h;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -37,6 +38,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * provider (src/test/c/fake_provider.c), built here with gcc, logs what each call receives; the same requests go once
  * through Java and once through C's own {@code ibv_post_send}/{@code ibv_poll_cq}/... and must arrive identically.
  */
+@Tag("native")                // also run in the arm64 testbed guests: the calling convention of the provider's ops
 class InlineVerbsTest {
     private static Arena arena;
     private static SymbolLookup fake;
@@ -48,7 +50,11 @@ class InlineVerbsTest {
         Libibverbs.requireLoadable();
         Path dir = Files.createTempDirectory("jmesh-fake-provider");
         Path lib = dir.resolve("libfakeprov.so");
+        // the module's folder under Maven, the repository's root in the testbed guests
         Path src = Path.of("src/test/c/fake_provider.c").toAbsolutePath();
+        if (!Files.exists(src)) {
+            src = Path.of("verbs-bindings/src/test/c/fake_provider.c").toAbsolutePath();
+        }
         run("gcc", "-shared", "-fPIC", "-O1", "-o", lib.toString(), src.toString(), "-l:libibverbs.so.1");
         arena = Arena.ofShared();
         fake = SymbolLookup.libraryLookup(lib, arena);
