@@ -23,7 +23,8 @@ import java.util.function.Consumer;
  * <p>A helper with nothing to do keeps polling for {@code JMESH_TCP_SPIN_US} (the next step of a collective usually
  * comes within that, and waking a sleeping thread costs tens of microseconds), then sleeps in its selector until a
  * lane's socket is ready or an owner hands it work ({@link Pump#wake()}: a selector wake-up only when it sleeps). It
- * never allocates in steady state: lanes are adopted through a queue and kept in an array that changes only on adopt and retire.
+ * never allocates in steady state: lanes are adopted through a queue and kept in an array that changes only on adopt
+ * and retire.
  */
 final class TcpPumps implements AutoCloseable {
     private static final Logger LOG = LogManager.getLogger(TcpPumps.class);
@@ -37,32 +38,43 @@ final class TcpPumps implements AutoCloseable {
         this.pumps = pumps;
     }
 
-    /** {@code threads} helpers, started; null when threads is 0 (every lane is moved by its owner's thread). */
+    /**
+     * {@code threads} helpers, started; null when threads is 0 (every lane is moved by its owner's thread). If a
+     * selector cannot be opened or a thread cannot be started, the helpers already started stop (each closes its own
+     * selector) and the selectors of the others are closed here, before the error says what to change.
+     */
     static TcpPumps start(int threads, int spinUs, String name) {
         if (threads == 0) {
             return null;
         }
         Pump[] pumps = new Pump[threads];
+        int started = 0;
         try {
             for (int i = 0; i < threads; i++) {
                 pumps[i] = new Pump(Selector.open(), TimeUnit.MICROSECONDS.toNanos(spinUs));
             }
-        } catch (IOException e) {
-            for (Pump p : pumps) {
-                if (p != null) {
-                    p.stop();
+            for (; started < threads; started++) {
+                Thread t = new Thread(pumps[started], "jmesh-tcp-" + name + "-" + started);
+                t.setDaemon(true);
+                pumps[started].thread = t;
+                t.start();
+            }
+            return new TcpPumps(pumps);
+        } catch (IOException | RuntimeException | OutOfMemoryError e) {
+            for (int i = 0; i < threads && pumps[i] != null; i++) {
+                if (i < started) {
+                    pumps[i].stop();
+                } else {
+                    pumps[i].closeSelector();
                 }
             }
-            throw new UncheckedIOException("cannot open a selector for the TCP helper threads: " + e.getMessage()
-                    + "; raise the open-file limit (ulimit -n) or set JMESH_TCP_THREADS=0", e);
+            if (e instanceof IOException io) {
+                throw new UncheckedIOException("cannot open a selector for the TCP helper threads: " + io.getMessage()
+                        + "; raise the open-file limit (ulimit -n) or set JMESH_TCP_THREADS=0", io);
+            }
+            throw new IllegalStateException("cannot start " + threads + " TCP helper threads (" + e
+                    + "); raise the process's thread limit (ulimit -u) or set JMESH_TCP_THREADS lower, 0 for none", e);
         }
-        for (int i = 0; i < threads; i++) {
-            Thread t = new Thread(pumps[i], "jmesh-tcp-" + name + "-" + i);
-            t.setDaemon(true);
-            pumps[i].thread = t;
-            t.start();
-        }
-        return new TcpPumps(pumps);
     }
 
     /**
@@ -133,6 +145,15 @@ final class TcpPumps implements AutoCloseable {
         void stop() {
             running = false;
             selector.wakeup();
+        }
+
+        /** Closes the selector of a helper whose thread never started (a started one closes it as it ends). */
+        void closeSelector() {
+            try {
+                selector.close();
+            } catch (IOException e) {
+                LOG.debug("closing a helper's selector: {}", e.toString());
+            }
         }
 
         @Override
