@@ -7,7 +7,8 @@
 # Environment: PLUGIN_DIR (the install layout), PYTHON, OUT, SIZES (MiB, default 1,4,16,64,256), ITERS (10),
 # ROUNDS (1: each of Socket, jmesh and Socket's best once; 2 or more interleave them, labels -r1, -r2, ...),
 # JMESH_VARIANTS (e.g. "JMESH_TCP_SPIN_US=20 JMESH_TCP_THREADS=4": one more jmesh run per round for each setting),
-# JMESH_SOCKETS_SWEEP (e.g. "1 8": extra jmesh runs with that many TCP sockets per connection).
+# JMESH_SOCKETS_SWEEP (e.g. "1 8": extra jmesh runs with that many TCP sockets per connection),
+# WARMUP_S (0: untimed seconds of every size's ops before timing, in each run; a JVM's JIT compiles meanwhile).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 PLUGIN_DIR=${PLUGIN_DIR:-$ROOT/nccl-shim/target/nccl-plugin}
@@ -65,7 +66,7 @@ run_torch() { # label, time limit (s), then environment assignments
     echo "== torch $label: $*"
     env "$@" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET timeout "$limit" "$PYTHON" -m torch.distributed.run \
         --nproc_per_node=2 --master_port=$((29500 + RANDOM % 1000)) "$ROOT/scripts/nccl_torch_bench.py" \
-        --label "$label" --out "$OUT" --sizes-mib "$SIZES" --iters "$ITERS" > "$OUT/$label.log" 2>&1
+        --label "$label" --out "$OUT" --sizes-mib "$SIZES" --iters "$ITERS" --warmup-s "${WARMUP_S:-0}" > "$OUT/$label.log" 2>&1
     local rc=$?
     grep -E '^(==|op |all_)' "$OUT/$label.log"
     grep -m3 -E 'NET/Plugin|Using network|Loaded net plugin|jmesh NCCL plugin' "$OUT/$label.log"

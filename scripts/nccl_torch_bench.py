@@ -5,7 +5,9 @@ Run by scripts/nccl-gpu-bench.sh under torchrun (one process per GPU):
     torchrun --nproc_per_node=2 scripts/nccl_torch_bench.py --label jmesh --out results/
 Each rank checks every result element; rank 0 prints a table and writes <out>/<label>.json.
 Bus bandwidth as nccl-tests defines it: all_reduce 2(n-1)/n * S / t, all_gather (n-1)/n * S_total / t,
-with t the median of the timed iterations.
+with t the median of the timed iterations. --warmup-s S first runs every size's all_reduce and all_gather in turn
+for S seconds, untimed: a plugin that runs on a JVM compiles its hot path meanwhile (without it, the first sizes
+are timed while the JIT still works, which a long job pays once).
 """
 import argparse
 import json
@@ -36,12 +38,36 @@ def timed(fn, iters):
     return statistics.median(times)
 
 
+def warm(sizes, rank, n, device, seconds):
+    """Untimed all_reduce and all_gather of every size in turn until `seconds` passed on rank 0; returns the ops run."""
+    ops = 0
+    if seconds <= 0:
+        return ops
+    bufs = [(pattern(mib * MIB // 4, rank, device), [torch.empty(mib * MIB // 4, device=device) for _ in range(n)])
+            for mib in sizes]
+    end = time.monotonic() + seconds
+    go = torch.ones(1, device=device)
+    while go.item() > 0:
+        for x, out in bufs:
+            for _ in range(4):
+                dist.all_reduce(x)
+                dist.all_gather(out, x)
+                ops += 2
+        # every rank stops after the same round: rank 0's clock decides
+        go.fill_(1 if rank != 0 or time.monotonic() < end else 0)
+        dist.broadcast(go, 0)
+    del bufs
+    torch.cuda.synchronize()
+    return ops
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--label", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--sizes-mib", default="1,4,16,64,256")
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--warmup-s", type=float, default=0)
     args = ap.parse_args()
 
     local_rank = int(os.environ["LOCAL_RANK"])
@@ -51,7 +77,9 @@ def main():
     rank, n = dist.get_rank(), dist.get_world_size()
     rows = []
     failures = 0
-    for mib in [int(s) for s in args.sizes_mib.split(",")]:
+    sizes = [int(s) for s in args.sizes_mib.split(",")]
+    warm_ops = warm(sizes, rank, n, device, args.warmup_s)
+    for mib in sizes:
         count = mib * MIB // 4  # float32 elements
         # all_reduce: correctness, then timing
         x = pattern(count, rank, device)
@@ -92,11 +120,13 @@ def main():
                   "nccl_version": ".".join(map(str, v)) if isinstance(v, tuple) else str(v),
                   "torch": torch.__version__, "gpu": torch.cuda.get_device_name(device),
                   "correct": int(fails.item()) == 0, "rows": rows,
+                  "warmup_s": args.warmup_s, "warmup_ops": warm_ops,
                   "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "JMESH_"))}}
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, args.label + ".json"), "w") as f:
             json.dump(result, f, indent=1)
-        print(f"== {args.label}: NCCL {result['nccl_version']}, {n} ranks, correct={result['correct']}")
+        print(f"== {args.label}: NCCL {result['nccl_version']}, {n} ranks, correct={result['correct']}"
+              + (f", after {warm_ops} untimed ops in {args.warmup_s:g} s" if warm_ops else ""))
         print(f"{'op':<11} {'size':>10} {'time ms':>9} {'busbw GB/s':>11}")
         for r in rows:
             print(f"{r['op']:<11} {r['bytes'] // MIB:>7} MiB {r['time_s'] * 1e3:>9.2f} {r['busbw_GBps']:>11.2f}")
