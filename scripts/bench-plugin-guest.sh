@@ -7,7 +7,7 @@
 # CLI runs with --poll yield. The plugin runs twice, with its AOT cache and without (-XX:AOTMode=off: the cache's
 # profiles come from a TCP training run). With JMESH_REF_PLUGIN (a C plugin, scripts/ref-plugin/build.sh) the driver
 # runs it too, with --plain. The order switches per round. After the rounds, a runs CallBenchmark (test() that finds
-# nothing, through the Java API) on rdma.
+# nothing, through the Java API) on rdma. Every measurement waits until the JIT is quiet (--settle, both sides).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rounds=${1:-2}
@@ -34,23 +34,31 @@ driver() { # driver NAME LIBRARY JVM_OPTS ARGS...: rank 0 on a, rank 1 on b, han
       > "$out/$name-rank$rank.log" 2>&1 || { echo "plugin[$TESTBED_NAME]: FAILED: $name"; fail=1; }
 }
 list=$(IFS=,; echo "${BW_SIZES[*]}")
-ways="api plugin plugin-noaot"; [[ -n ${JMESH_REF_PLUGIN:-} ]] && ways="$ways ref"
+# JMESH_BENCH_WAYS: api, api-each (lat only: `jmesh lat --repost each`, every receive announced on its own as NCCL
+# posts them), plugin, plugin-noaot; JMESH_BENCH_PARTS: bw, lat, jmh
+ways=${JMESH_BENCH_WAYS:-api plugin plugin-noaot}; [[ -n ${JMESH_REF_PLUGIN:-} ]] && ways="$ways ref"
+parts=" ${JMESH_BENCH_PARTS:-bw lat jmh} "
 # the driver's warm-up: ~35 s at 64 KiB, as long as `jmesh bw` waits for its JIT to be quiet
-BW=(--oneway --window $WINDOW --group 1 --warmup 4096 --min "${BW_SIZES[0]}" --max "${BW_SIZES[-1]}" --iters $BW_N)
-LAT=(--calls $LAT_N --min 8 --max 8 --window 32 --warm-seconds 60)
+# then, as the CLI (--settle), on until neither JVM's JIT compiled for a round, at most SETTLE s
+SETTLE=${JMESH_BENCH_SETTLE:-120}
+BW=(--oneway --window $WINDOW --group 1 --warmup 4096 --min "${BW_SIZES[0]}" --max "${BW_SIZES[-1]}" --iters $BW_N
+    --settle $SETTLE)
+LAT=(--calls $LAT_N --min 8 --max 8 --window 32 --warm-seconds 60 --settle $SETTLE)
 for ((r = 1; r <= rounds; r++)); do
   order=$ways; ((r % 2)) || order=$(echo $ways | tr ' ' '\n' | tac | tr '\n' ' ')
-  for how in $order; do
+  [[ $parts == *" bw "* ]] && for how in $order; do
     case $how in
-      api) cli "r$r-jmesh-bw" bw -d $dev -x "$gidx" -s "$list" -n $BW_N -t $WINDOW --poll yield ;;
+      api) cli "r$r-jmesh-bw" bw -d $dev -x "$gidx" -s "$list" -n $BW_N -t $WINDOW --poll yield --settle $SETTLE ;;
       plugin) driver "r$r-driver-bw" "$PLUGIN/libnccl-net-jmesh.so" "" "${BW[@]}" ;;
       plugin-noaot) driver "r$r-noaot-bw" "$PLUGIN/libnccl-net-jmesh.so" -XX:AOTMode=off "${BW[@]}" ;;
       ref) driver "r$r-ref-bw" "$JMESH_REF_PLUGIN" "" --plain "${BW[@]}" ;;
     esac
   done
-  for how in $order; do
+  [[ $parts == *" lat "* ]] && for how in $order; do
     case $how in
-      api) cli "r$r-jmesh-lat" lat -d $dev -x "$gidx" -s 8 -n $LAT_N --poll yield ;;
+      api) cli "r$r-jmesh-lat" lat -d $dev -x "$gidx" -s 8 -n $LAT_N --poll yield --settle $SETTLE ;;
+      api-each) cli "r$r-jmesh-lat-each" lat -d $dev -x "$gidx" -s 8 -n $LAT_N --poll yield --settle $SETTLE \
+        --repost each ;;
       plugin) driver "r$r-driver-lat" "$PLUGIN/libnccl-net-jmesh.so" "" "${LAT[@]}" ;;
       plugin-noaot) driver "r$r-noaot-lat" "$PLUGIN/libnccl-net-jmesh.so" -XX:AOTMode=off "${LAT[@]}" ;;
       ref) driver "r$r-ref-lat" "$JMESH_REF_PLUGIN" "" --plain "${LAT[@]}" ;;
@@ -59,7 +67,7 @@ for ((r = 1; r <= rounds; r++)); do
   echo "plugin[$TESTBED_NAME]: round $r of $rounds done"
 done
 testbed-barrier plugin-rounds 600 || fail=1
-if [[ $TESTBED_NAME == a ]]; then
+if [[ $TESTBED_NAME == a && $parts == *" jmh "* ]]; then
   timeout 900 "${J[@]}" jmh CallBenchmark -p provider=rdma -f 1 -wi 5 -i 5 -w 5s -r 2s > "$out/jmh-call.log" 2>&1 \
     || { echo "plugin[a]: FAILED: CallBenchmark"; fail=1; }
 fi

@@ -6,6 +6,8 @@
 # the plugin and CallBenchmark's through the API (ns).
 # With --ref CHECKOUT, the reference C plugin (SEND/RECV) is built from that checkout (scripts/ref-plugin/build.sh)
 # and measured the same way. Logs: target/bench-runs/STAMP-plugin/{a,b}/out/plugin/.
+# JMESH_BENCH_WAYS (default "api plugin plugin-noaot"; api-each adds `jmesh lat --repost each`, every receive
+# announced on its own as NCCL posts them) and JMESH_BENCH_PARTS (default "bw lat jmh") narrow a run.
 #   scripts/bench-plugin.sh [--ref CHECKOUT] [ROUNDS]      (default 2 rounds)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -20,14 +22,14 @@ jmesh_bench_snapshot plugin
 snap=$ROOT/target/bench-runs/$stamp-plugin-classpath
 # -a: the AOT cache checks the jars' times and refuses a copy without them
 cp -a "$ROOT/nccl-shim/target/nccl-plugin" "$snap/" || jmesh_die "cannot copy the plugin layout to $snap"
-export JMESH_REF_PLUGIN=
+export JMESH_REF_PLUGIN= JMESH_BENCH_WAYS=${JMESH_BENCH_WAYS:-} JMESH_BENCH_PARTS=${JMESH_BENCH_PARTS:-}
 if [ -n "$ref" ]; then
     "$ROOT/scripts/ref-plugin/build.sh" "$ref" "$snap/ref" || jmesh_die "the reference plugin's build failed"
     JMESH_REF_PLUGIN=$snap/ref/libnccl-net-mesh.so
 fi
 rd=$ROOT/target/bench-runs/$stamp-plugin
-testbed/run --out "$rd" -t $((rounds * 900 + 1200)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP \
-    -e JMESH_PLUGIN_DIR="$snap/nccl-plugin" -e JMESH_REF_PLUGIN pair -- \
+testbed/run --out "$rd" -t $((rounds * 1500 + 1200)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP \
+    -e JMESH_PLUGIN_DIR="$snap/nccl-plugin" -e JMESH_REF_PLUGIN -e JMESH_BENCH_WAYS -e JMESH_BENCH_PARTS pair -- \
     bash "$ROOT/scripts/bench-plugin-guest.sh" "$rounds"
 rc=$?
 a=$rd/a/out/plugin b=$rd/b/out/plugin
@@ -45,10 +47,12 @@ done
 drv() { [ -f "$2" ] && sed -n "s/.*$1 \([0-9.]*\) [un]s.*/\1/p" "$2"; }
 lat() { [ -f "$2" ] && awk -v c="$1" '$1 == 8 && NF >= 6 { v = $c } END { print v }' "$2"; }
 printf '\n%-6s %-10s %12s %12s %16s\n' round "8 bytes" "typical us" "average us" "idle test() ns"
-for f in "$a"/r*-jmesh-lat.log; do
+for f in "$a"/r*-jmesh-lat.log "$a"/r*-jmesh-lat-each.log; do
   [[ -f $f ]] || continue
   r=$(basename "$f" | cut -d- -f1)
-  printf '%-6s %-10s %12s %12s %16s\n' "$r" "jmesh lat" "$(lat 5 "$f")" "$(lat 6 "$f")" ""
+  printf '%-6s %-10s %12s %12s %16s\n' "$r" "$([[ $f == *each* ]] && echo "lat each" || echo "jmesh lat")" \
+    "$(lat 5 "$f")" "$(lat 6 "$f")" ""
+  [[ $f == *each* ]] && continue
   for w in driver noaot ref; do
     d=$a/$r-$w-lat-rank0.log
     [ -f "$d" ] && printf '%-6s %-10s %12s %12s %16s\n' "$r" "$w" "$(drv typical "$d")" "$(drv average "$d")" \

@@ -18,12 +18,30 @@ struct driver_options {
     const char* dir;
     int rank, nranks, api, dev, group, window, iters, logLevel, reload, destroyJvm, oneway, calls, warmup, plain, spin;
     size_t minSize, maxSize;
-    double timeout, warmSeconds;
+    double timeout, warmSeconds, settle;
 };
 extern struct driver_options opt;
 
 /* blocks until every rank reached the barrier `name` (files in opt.dir), or dies after opt.timeout */
 void barrier(const char* name);
+/* small files in opt.dir, written atomically (rename); read_file is 1 once `len` bytes were read */
+void write_file(const char* name, const void* data, size_t len);
+int read_file(const char* name, void* data, size_t len);
+
+/* --settle (driver_settle.c): CPU ms of this process's JIT compiler threads (0 without a JVM); rounds of `round`
+ * until every rank's compilers were quiet during one, for at most opt.settle seconds (nothing when it is 0) */
+long jit_cpu_ms(void);
+/* rank 0's value, on every rank (a file in opt.dir named `name`, written once) */
+long share_from_rank0(const char* name, long value);
+void settle(const char* what, void (*round)(void*), void* arg);
+/* the same for a loop that rank 0 steers: call jit_watch_quiet() on every pass of both ranks; on rank 0 it answers
+ * 1 once both ranks' compilers were quiet for about a second */
+struct jit_watch {
+    double next;
+    long mine, peer, count;
+};
+void jit_watch_start(struct jit_watch* w);
+int jit_watch_quiet(struct jit_watch* w);
 
 /* one connection to the other rank, registered buffers of opt.maxSize bytes at least (driver_calls.c) */
 struct calls_peer {

@@ -79,6 +79,23 @@ static void await(void* req, size_t expect, const char* what) {
         die("--calls: %s completed with %d bytes, expected %zu", what, sz[0], expect);
 }
 
+/* Rank 0: whether the ping-pong still warms up: --warm-seconds, then, with --settle, until both ranks' compilers were
+ * quiet for about a second, for at most --settle seconds more. */
+static int warming(char phase, double pongEnd, double settleEnd, struct jit_watch* w) {
+    if (phase != WARM) return 0;
+    int quiet = opt.settle > 0 && jit_watch_quiet(w);
+    double t = now();
+    if (t < pongEnd) return 1;
+    if (opt.settle <= 0) return 0;
+    if (quiet || t > settleEnd) {
+        printf("driver: rank 0: ping-pong: %s after %.1f s of warm-up\n",
+               quiet ? "the JIT was quiet" : "measuring anyway (a JIT still busy at the end of --settle)",
+               t - (pongEnd - opt.warmSeconds));
+        return 0;
+    }
+    return 1;
+}
+
 void calls_bench(const struct calls_peer* p, int calls) {
     size_t size = opt.minSize;
 
@@ -113,12 +130,14 @@ void calls_bench(const struct calls_peer* p, int calls) {
     if (rtt == NULL) die("--calls %d: out of memory for the round-trip times", calls);
     void* prev = NULL;
     char phase = WARM;
-    double pongEnd = now() + opt.warmSeconds;
+    double pongEnd = now() + opt.warmSeconds, settleEnd = pongEnd + opt.settle;
+    struct jit_watch watch;
+    jit_watch_start(&watch);
     while (phase != END) {
         void** r = &ring[received % ahead];
         double t0 = now();
         if (opt.rank == 0) {
-            char next = now() < pongEnd ? WARM : measured < calls ? MEASURED : END;
+            char next = warming(phase, pongEnd, settleEnd, &watch) ? WARM : measured < calls ? MEASURED : END;
             if (next == MEASURED && phase == WARM) reset_times();
             phase = next;
             p->sendBuf[0] = phase;
@@ -134,6 +153,7 @@ void calls_bench(const struct calls_peer* p, int calls) {
             p->sendBuf[0] = phase;
             s = post_send(p->sendComm, p->sendBuf, size, p->sendMh);
             if (phase == MEASURED) measured++;
+            if (phase == WARM && opt.settle > 0) jit_watch_quiet(&watch); /* publishes this rank's JIT time */
         }
         received++;
         if (prev) await(prev, size, "a ping-pong send");

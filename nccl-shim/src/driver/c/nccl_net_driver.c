@@ -58,7 +58,7 @@ double now(void) {
 
 /* ---- files in DIR: handles and barriers ----------------------------------------------------------------------- */
 
-static void write_file(const char* name, const void* data, size_t len) {
+void write_file(const char* name, const void* data, size_t len) {
     char path[4096], tmp[4200];
     snprintf(path, sizeof path, "%s/%s", opt.dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
@@ -67,7 +67,7 @@ static void write_file(const char* name, const void* data, size_t len) {
     if (rename(tmp, path) != 0) die("cannot rename %s: %s", tmp, strerror(errno));
 }
 
-static int read_file(const char* name, void* data, size_t len) {
+int read_file(const char* name, void* data, size_t len) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", opt.dir, name);
     FILE* f = fopen(path, "rb");
@@ -315,6 +315,21 @@ static double round_trip(size_t size, uint64_t count, int verify, uint64_t seqBa
     return now() - t0;
 }
 
+/* One settle round: unmeasured messages of the first size. */
+struct warm_round {
+    size_t size;
+    uint64_t count;
+    uint64_t* seq;
+    uint64_t* errors;
+    double secs;
+};
+
+static void warm_round(void* arg) {
+    struct warm_round* w = arg;
+    w->secs = round_trip(w->size, w->count, 0, *w->seq, w->errors);
+    *w->seq += w->count;
+}
+
 /* Per message size: a verification round, then a bandwidth round; prints a line per size. */
 static void rounds(void) {
     uint64_t errors = 0, seq = 0;
@@ -336,6 +351,25 @@ static void rounds(void) {
             uint64_t w = ((uint64_t)opt.warmup + opt.group - 1) / opt.group * opt.group;
             round_trip(size, w, 0, seq, &errors);
             seq += w;
+        }
+        if (si == 0 && opt.settle > 0) {
+            /* settle rounds of about a second (JitSettle's): as many messages as rank 0 moves in one, found by
+             * probes that double until one takes 0.2 s */
+            uint64_t unit = (uint64_t)opt.group * opt.window * 2, n = unit;
+            struct warm_round wr = {size, n, &seq, &errors, 0};
+            for (int k = 0;; k++) {
+                wr.count = n;
+                warm_round(&wr);
+                char name[32];
+                snprintf(name, sizeof name, "settle-probe-%d", k);
+                long v = share_from_rank0(name, wr.secs >= 0.2 || n >= (1u << 22) ? (long)(n / wr.secs) : -2 * (long)n);
+                if (v > 0) {
+                    wr.count = ((uint64_t)v + unit - 1) / unit * unit;
+                    break;
+                }
+                n = (uint64_t)-v;
+            }
+            settle("bandwidth", warm_round, &wr);
         }
         double secs = round_trip(size, (uint64_t)opt.iters, 0, seq, &errors);
         seq += (uint64_t)opt.iters;
@@ -384,6 +418,8 @@ static void usage(void) {
             "  --calls N      instead of the rounds: the cost of test() that finds nothing (N calls), then N\n"
             "                 round trips of --min bytes with the time spent in isend and irecv (2 ranks)\n"
             "  --warm-seconds S  --calls: unmeasured calls and round trips first, for the JIT (default 2)\n"
+            "  --settle S     then go on warming up (bandwidth: rounds of --warmup/8 messages; --calls: round\n"
+            "                 trips) until no rank's JIT compiled for a round, at most S s (default 0: no wait)\n"
             "  --spin         never yield the CPU while waiting (by default a pass over the requests that\n"
             "                 finds nothing calls sched_yield(), as NCCL's proxy thread does)\n"
             "  --plain        every send the receive's full size, and the sizes test() reports not checked:\n"
@@ -419,6 +455,7 @@ int main(int argc, char** argv) {
         else if (ARG("--calls")) opt.calls = atoi(v);
         else if (ARG("--warmup")) opt.warmup = atoi(v);
         else if (ARG("--warm-seconds")) opt.warmSeconds = atof(v);
+        else if (ARG("--settle")) opt.settle = atof(v);
         else if (strcmp(a, "--oneway") == 0) opt.oneway = 1;
         else if (strcmp(a, "--plain") == 0) opt.plain = 1;
         else if (strcmp(a, "--spin") == 0) opt.spin = 1;
@@ -436,6 +473,7 @@ int main(int argc, char** argv) {
     if (opt.calls && opt.minSize < 1) die("--calls: --min must be at least 1 byte (the phase travels in it)");
     if (opt.warmSeconds < 0 || opt.warmSeconds >= opt.timeout)
         die("--warm-seconds %.1f: give 0 or more, and less than --timeout (%.0f)", opt.warmSeconds, opt.timeout);
+    if (opt.settle < 0) die("--settle %.1f: give 0 (no wait) or more seconds", opt.settle);
     opt.iters = (opt.iters + opt.group - 1) / opt.group * opt.group;
     if (opt.warmup < 0) opt.warmup = opt.iters;
 

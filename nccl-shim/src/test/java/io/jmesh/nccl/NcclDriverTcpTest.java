@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -73,12 +74,13 @@ class NcclDriverTcpTest {
      * --oneway: only rank 0 sends (its line says bytes sent, rank 1's bytes received), every byte still verified;
      * --calls: the idle test() figure, the ping-pong figures, and the warm-up/measured/end phases agreed by both
      * ranks through the messages themselves (rank 1 echoed the measured round trips, then more for the phases).
+     * Both with --settle: the ranks agree on the round after which the plugin's JIT was quiet (or the time ran out).
      */
     @Test
     void measurementModesOneWayAndCalls(@TempDir Path dir) throws Exception {
         List<DriverRun.Rank> ranks = DriverRun.run(Files.createDirectories(dir.resolve("oneway")), 2, TCP, 180,
                 "--oneway", "--min", "64K", "--max", "256K", "--iters", "32", "--warmup", "16", "--group", "1",
-                "--timeout", "120");
+                "--timeout", "120", "--settle", "20");
         String all = DriverRun.describe(ranks);
         for (DriverRun.Rank r : ranks) {
             assertEquals(0, r.exit(), all);
@@ -88,9 +90,15 @@ class NcclDriverTcpTest {
         assertTrue(ranks.get(0).output().contains("bytes sent (--oneway)"), all);
         assertTrue(ranks.get(1).output().contains("bytes received (--oneway)"), all);
         assertTrue(Pattern.compile(" 262144 +32 +[0-9.]+ +[0-9.]+\n").matcher(ranks.get(1).output()).find(), all);
+        Pattern settled = Pattern.compile("bandwidth: (the JIT was quiet|measuring anyway[^\n]*) after ([0-9]+) "
+                + "settle round");
+        Matcher m0 = settled.matcher(ranks.get(0).output());
+        Matcher m1 = settled.matcher(ranks.get(1).output());
+        assertTrue(m0.find() && m1.find(), all);
+        assertEquals(m0.group(2), m1.group(2), "both ranks stop settling after the same round\n" + all);
 
         ranks = DriverRun.run(Files.createDirectories(dir.resolve("calls")), 2, TCP, 180, "--calls", "500", "--min", "8", "--max", "8",
-                "--window", "4", "--warm-seconds", "0.5", "--timeout", "120");
+                "--window", "4", "--warm-seconds", "0.5", "--timeout", "120", "--settle", "20");
         all = DriverRun.describe(ranks);
         for (DriverRun.Rank r : ranks) {
             assertEquals(0, r.exit(), all);
@@ -103,6 +111,8 @@ class NcclDriverTcpTest {
                 .matcher(ranks.get(0).output()).find(), all);
         assertTrue(Pattern.compile("echoed [0-9]+ messages \\(500 measured\\)").matcher(ranks.get(1).output()).find(),
                 all);
+        assertTrue(Pattern.compile("ping-pong: (the JIT was quiet|measuring anyway[^\n]*) after [0-9.]+ s of warm-up")
+                .matcher(ranks.get(0).output()).find(), all);
     }
 
     /** The measurement modes need exactly two ranks and a message to carry the phase: refused with the reason. */
@@ -111,6 +121,11 @@ class NcclDriverTcpTest {
         List<DriverRun.Rank> ranks = DriverRun.run(dir, 1, TCP, 60, "--nranks", "3", "--calls", "10");
         assertTrue(ranks.getFirst().exit() != 0, DriverRun.describe(ranks));
         assertTrue(ranks.getFirst().output().contains("--oneway and --calls measure between 2 ranks, not 3"),
+                DriverRun.describe(ranks));
+        ranks = DriverRun.run(Files.createDirectories(dir.resolve("settle")), 1, TCP, 60, "--nranks", "2", "--settle",
+                "-1");
+        assertTrue(ranks.getFirst().exit() != 0, DriverRun.describe(ranks));
+        assertTrue(ranks.getFirst().output().contains("--settle -1.0: give 0 (no wait) or more seconds"),
                 DriverRun.describe(ranks));
     }
 

@@ -68,6 +68,8 @@ final class PerfHeader {
                 "Route", route, "Polling", o.poll().describe(), "Warmup", o.warmupFor() + (lat ? " round trips" : " messages") + " per size"
                         + (o.settle().isZero() ? "" : ", then until the JIT is quiet (at most " + o.settle().toSeconds()
                         + " s)"),
+                "Receives", lat && !write ? (o.repostEach() ? "32 ahead, each reposted and announced on its own"
+                        : "32 ahead, reposted 16 at a time, one announcement") : null,
                 "Data ex. method", "TCP port " + o.port() + " (jmesh listen handles)");
         out.flush();
     }

@@ -33,11 +33,13 @@ import java.util.Set;
  *                    memory, polled there, as ib_write_lat does)
  * @param oobBind     server: where the out-of-band port listens: null for the mesh links' addresses, "any" for every
  *                    address, or one address
+ * @param repostEach  lat only: repost each receive on its own as soon as its echo is in, announced at once (as NCCL's
+ *                    proxy posts them), instead of LAT_AHEAD / 2 at a time with one announcement
  */
 public record PerfOptions(String test, String server, String device, int gidIndex, List<Long> sizes, long iterations,
                           long warmup, int qps, int depth, int duration, int port, String provider, Duration timeout,
                           boolean gbits, String addresses, PollMode poll, Duration settle, String op,
-                          String oobBind) {
+                          String oobBind, boolean repostEach) {
     /** perftest's default port is 18515; one above it lets both run at once. */
     public static final int DEFAULT_PORT = 18516;
     /** The transport's limit of requests in flight per connection. */
@@ -48,7 +50,7 @@ public record PerfOptions(String test, String server, String device, int gidInde
             "n", "iters", "q", "qp", "D", "duration", "p", "port", "t", "tx-depth", "a", "all", "h", "help",
             "R", "rdma_cm", "F", "CPU-freq");
     private static final Set<String> VALUES = Set.of("ib-dev", "gid-index", "size", "iters", "qp", "duration", "port",
-            "tx-depth", "provider", "timeout", "warmup", "addresses", "poll", "settle", "op", "oob-bind");
+            "tx-depth", "provider", "timeout", "warmup", "addresses", "poll", "settle", "op", "oob-bind", "repost");
     private static final Set<String> FLAGS = Set.of("all", "help", "report_gbits", "report-gbits", "rdma_cm",
             "CPU-freq");
 
@@ -90,6 +92,14 @@ public record PerfOptions(String test, String server, String device, int gidInde
         if (bw && op.equals("write")) {
             throw new IllegalArgumentException("--op write: only for 'jmesh lat'; 'jmesh bw' measures isend/irecv");
         }
+        String repost = a.string("repost", "batch");
+        if (!repost.equals("batch") && !repost.equals("each")) {
+            throw new IllegalArgumentException("--repost " + repost + ": expected batch or each");
+        }
+        if (bw && repost.equals("each")) {
+            throw new IllegalArgumentException("--repost each: only for 'jmesh lat'; 'jmesh bw' reposts every receive "
+                    + "as its message arrives");
+        }
         String provider = a.string("provider", "auto").toLowerCase(java.util.Locale.ROOT);
         if (!Set.of("auto", "rdma", "tcp").contains(provider)) {
             throw new IllegalArgumentException("--provider " + provider + ": expected rdma, tcp or auto");
@@ -101,7 +111,8 @@ public record PerfOptions(String test, String server, String device, int gidInde
                 provider, Duration.ofSeconds(a.integer("timeout", 60, 1, 86_400)),
                 a.flag("report_gbits") || a.flag("report-gbits"), a.string("addresses", null),
                 PollMode.parse(a.string("poll", bw ? "park" : "spin")),
-                Duration.ofSeconds(a.integer("settle", 60, 0, 3600)), op, oobBind(a.string("oob-bind", null)));
+                Duration.ofSeconds(a.integer("settle", 60, 0, 3600)), op, oobBind(a.string("oob-bind", null)),
+                repost.equals("each"));
     }
 
     private static String oobBind(String v) {
@@ -164,6 +175,9 @@ public record PerfOptions(String test, String server, String device, int gidInde
             out.println("      --op send|write   send: isend/irecv ping-pong (default); write: one-sided RDMA writes");
             out.println("                        (Sender.write) into the peer's memory, which polls the last byte, as");
             out.println("                        ib_write_lat does");
+            out.println("      --repost batch|each  batch: keep 32 receives posted, reposted 16 at a time and announced");
+            out.println("                        together (default); each: repost every receive as its message arrives,");
+            out.println("                        announced on its own, as NCCL posts them (use the same on both ends)");
         }
         if (bw) {
             out.println("  -q, --qp N            connections (queue pairs) used in parallel (default 1)");

@@ -64,6 +64,9 @@ public final class PerfReport {
         out.println(RULE);
         out.println("                    " + title);
         for (int i = 0; i + 1 < pairs.length; i += 2) {
+            if (pairs[i + 1] == null) {
+                continue;                          // a line that does not apply to this test
+            }
             out.printf(Locale.ROOT, " %-16s: %s%n", pairs[i], pairs[i + 1]);
         }
         out.println(RULE);

@@ -38,15 +38,19 @@ final class Requests {
         return (byte) (1 + round % 255);
     }
 
-    /** Tops the posted receives up to LAT_AHEAD once half of them are used; returns the new posted count. */
+    /**
+     * Tops the posted receives up to LAT_AHEAD once half of them are used, or with --repost each at once, each receive
+     * announced on its own; returns the new posted count.
+     */
     long refillAhead(Receiver r, Registration[] regs, long[] max, int[] ring, long posted, long received)
             throws IOException {
-        if (posted - received > LAT_AHEAD / 2) {
+        boolean each = o.repostEach();
+        if (!each && posted - received > LAT_AHEAD / 2) {
             return posted;
         }
         while (posted - received < LAT_AHEAD) {
             // all but the last with MORE: the batch is announced with one RDMA write
-            int flags = posted + 1 - received < LAT_AHEAD ? Receiver.MORE : 0;
+            int flags = !each && posted + 1 - received < LAT_AHEAD ? Receiver.MORE : 0;
             ring[(int) (posted % LAT_AHEAD)] = postOrFail(r, regs, ZERO_OFFSET, max, ZERO_TAG, flags);
             posted++;
         }

@@ -101,11 +101,27 @@ class PerfCommandTest {
 
     @Test
     void latencyPrintsIbWriteLatColumns() throws Exception {
+        Result client = latency("127.0.89", List.of());
+        assertTrue(client.out().contains("reposted 16 at a time"), client.out());
+    }
+
+    /** --repost each on both ends: every receive reposted and announced on its own, as NCCL's proxy posts them. */
+    @Test
+    void latencyWithEachReceiveRepostedAlone() throws Exception {
+        Result client = latency("127.0.93", List.of("--repost", "each"));
+        assertTrue(client.out().contains("each reposted and announced on its own"), client.out());
+    }
+
+    private Result latency(String net, List<String> extra) throws Exception {
         int port = freePort();
-        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
-                args(port, "127.0.89.1/24")));
-        Result client = run("lat", args(port, "127.0.89.2/24", "-s", "2,4096", "-n", "200", "--settle", "2",
-                "127.0.89.1"));
+        List<String> serverArgs = new ArrayList<>(args(port, net + ".1/24"));
+        serverArgs.addAll(extra);
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat", serverArgs));
+        List<String> clientArgs = new ArrayList<>(args(port, net + ".2/24", "-s", "2,4096", "-n", "200",
+                "--settle", "2"));
+        clientArgs.addAll(extra);
+        clientArgs.add(net + ".1");
+        Result client = run("lat", clientArgs);
         Result srv = server.get(60, TimeUnit.SECONDS);
         assertEquals(0, client.rc(), client.out() + client.err());
         assertEquals(0, srv.rc(), srv.out() + srv.err());
@@ -120,6 +136,7 @@ class PerfCommandTest {
             double typical = Double.parseDouble(v[2]);
             assertTrue(min > 0 && min <= typical && typical <= max, m.group());
         }
+        return client;
     }
 
     /**
@@ -220,14 +237,22 @@ class PerfCommandTest {
         assertEquals(23, PerfOptions.parse("bw", List.of("-a"), System.out).sizes().size());
         assertEquals("write", PerfOptions.parse("lat", List.of("--op", "write"), System.out).op());
         assertEquals("send", PerfOptions.parse("lat", List.of(), System.out).op());
+        assertTrue(PerfOptions.parse("lat", List.of("--repost", "each"), System.out).repostEach());
+        assertTrue(!PerfOptions.parse("lat", List.of(), System.out).repostEach());
         try {
             PerfOptions.parse("bw", List.of("--op", "write"), System.out);
             throw new AssertionError("bw accepted --op write");
         } catch (IllegalArgumentException expected) {
             assertTrue(expected.getMessage().contains("only for 'jmesh lat'"), expected.getMessage());
         }
+        try {
+            PerfOptions.parse("bw", List.of("--repost", "each"), System.out);
+            throw new AssertionError("bw accepted --repost each");
+        } catch (IllegalArgumentException expected) {
+            assertTrue(expected.getMessage().contains("only for 'jmesh lat'"), expected.getMessage());
+        }
         for (List<String> bad : List.of(List.of("-q", "2"), List.of("-s", "0"), List.of("--frob"), List.of("-R"),
-                List.of("a", "b"), List.of("--op", "read"))) {
+                List.of("a", "b"), List.of("--op", "read"), List.of("--repost", "some"))) {
             try {
                 PerfOptions.parse("lat", bad, System.out);
                 throw new AssertionError("accepted " + bad);
