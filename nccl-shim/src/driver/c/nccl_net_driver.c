@@ -362,7 +362,8 @@ static void rounds(void) {
                 warm_round(&wr);
                 char name[32];
                 snprintf(name, sizeof name, "settle-probe-%d", k);
-                long v = share_from_rank0(name, wr.secs >= 0.2 || n >= (1u << 22) ? (long)(n / wr.secs) : -2 * (long)n);
+                int enough = wr.secs >= 0.2 || n >= (1u << 22);
+                long v = share_from_rank0(name, enough ? (long)(n / (wr.secs > 1e-3 ? wr.secs : 1e-3)) : -2 * (long)n);
                 if (v > 0) {
                     wr.count = ((uint64_t)v + unit - 1) / unit * unit;
                     break;
@@ -418,8 +419,9 @@ static void usage(void) {
             "  --calls N      instead of the rounds: the cost of test() that finds nothing (N calls), then N\n"
             "                 round trips of --min bytes with the time spent in isend and irecv (2 ranks)\n"
             "  --warm-seconds S  --calls: unmeasured calls and round trips first, for the JIT (default 2)\n"
-            "  --settle S     then go on warming up (bandwidth: rounds of --warmup/8 messages; --calls: round\n"
-            "                 trips) until no rank's JIT compiled for a round, at most S s (default 0: no wait)\n"
+            "  --settle S     then go on warming up, in rounds of about a second (bandwidth: messages of the\n"
+            "                 first size; --calls: round trips), until no rank's JIT compiled during one, for at\n"
+            "                 most S s (default 0: no wait)\n"
             "  --spin         never yield the CPU while waiting (by default a pass over the requests that\n"
             "                 finds nothing calls sched_yield(), as NCCL's proxy thread does)\n"
             "  --plain        every send the receive's full size, and the sizes test() reports not checked:\n"
