@@ -406,6 +406,7 @@ static size_t parse_size(const char* s) {
 static void usage(void) {
     fprintf(stderr,
             "usage: nccl-net-driver --plugin PATH --rank R --nranks N --dir DIR [options]\n"
+            "  --dir DIR      a folder the ranks share to meet (handles, barriers): an empty one per run\n"
             "  --api V        use ncclNetPlugin_vV (default: newest of 12..8 the plugin exports)\n"
             "  --dev D        device index for listen/connect (default 0)\n"
             "  --min SIZE     smallest message (default 4K); --max SIZE largest (default 1M); sizes grow x4\n"
@@ -479,6 +480,12 @@ int main(int argc, char** argv) {
     opt.iters = (opt.iters + opt.group - 1) / opt.group * opt.group;
     if (opt.warmup < 0) opt.warmup = opt.iters;
 
+    /* before anything is written: a folder a finished run left would hand this one its handles, barriers and
+     * votes (no rank writes barrier-done before every rank of its own run has started) */
+    char stale;
+    if (read_file("barrier-done-0", &stale, 1))
+        die("%s holds the files of a run that already finished (barrier-done-0): give every run an empty folder, "
+            "e.g. --dir $(mktemp -d) shared by its ranks", opt.dir);
     const char* name = load();
     printf("driver: rank %d: plugin %s: \"%s\" through ncclNetPlugin_v%d\n", opt.rank, opt.plugin, name, plugin_version());
     double t = g_start = now();

@@ -115,6 +115,22 @@ class NcclDriverTcpTest {
                 .matcher(ranks.get(0).output()).find(), all);
     }
 
+    /** A folder a finished run left would hand the next run stale handles and barriers: refused, naming the fix. */
+    @Test
+    void aFolderAFinishedRunLeftIsRefused(@TempDir Path dir) throws Exception {
+        List<DriverRun.Rank> ranks = DriverRun.run(dir, 2, TCP, 120, "--min", "4K", "--max", "4K", "--iters", "8");
+        for (DriverRun.Rank r : ranks) {
+            assertEquals(0, r.exit(), DriverRun.describe(ranks));
+        }
+        ranks = DriverRun.run(dir, 2, TCP, 60, "--min", "4K", "--max", "4K", "--iters", "8");
+        String all = DriverRun.describe(ranks);
+        for (DriverRun.Rank r : ranks) {
+            assertTrue(r.exit() != 0, all);
+            assertTrue(r.output().contains("holds the files of a run that already finished")
+                    && r.output().contains("give every run an empty folder"), all);
+        }
+    }
+
     /** The measurement modes need exactly two ranks and a message to carry the phase: refused with the reason. */
     @Test
     void measurementModesRefuseWhatTheyCannotMeasure(@TempDir Path dir) throws Exception {
