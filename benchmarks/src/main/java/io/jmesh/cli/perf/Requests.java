@@ -20,10 +20,11 @@ final class Requests {
     static final int[] ZERO_TAG = {0};
 
     /**
-     * Receives the latency test keeps posted at each end, reposted LAT_AHEAD / 2 at a time after an echo with
-     * {@link Receiver#MORE}: the clear-to-send write that announces them leaves between round trips, not inside one
-     * (where a receiver-driven transport would otherwise pay one more RDMA write than ib_write_lat per message on the
-     * measured path), and one write announces the whole batch.
+     * Receives the latency test keeps posted at each end, by default reposted LAT_AHEAD / 2 at a time after an echo
+     * with {@link Receiver#MORE}: the clear-to-send write that announces them leaves between round trips, not inside
+     * one (where a receiver-driven transport would otherwise pay one more RDMA write than ib_write_lat per message on
+     * the measured path), and one write announces the whole batch. With --repost each, every receive is reposted and
+     * announced on its own, as NCCL posts them through a net plugin.
      */
     static final int LAT_AHEAD = 32;
 
