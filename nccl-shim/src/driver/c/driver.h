@@ -27,6 +27,8 @@ void barrier(const char* name);
 /* small files in opt.dir, written atomically (rename); read_file is 1 once `len` bytes were read */
 void write_file(const char* name, const void* data, size_t len);
 int read_file(const char* name, void* data, size_t len);
+/* read_file until it succeeds, or dies after opt.timeout naming `what` it waited for */
+void await_file(const char* name, void* data, size_t len, const char* what);
 
 /* --settle (driver_settle.c): CPU ms of this process's JIT compiler threads (0 without a JVM); rounds of `round`
  * until every rank's compilers were quiet during one, for at most opt.settle seconds (nothing when it is 0) */

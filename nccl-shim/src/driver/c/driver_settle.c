@@ -55,14 +55,11 @@ static int settle_agree(const char* what, int round, char vote) {
     snprintf(mine, sizeof mine, "settle-%s-%d-%d", what, round, opt.rank);
     write_file(mine, &vote, 1);
     int quiet = 1, late = 0;
-    double deadline = now() + opt.timeout;
     for (int r = 0; r < opt.nranks; r++) {
-        char other[256], c;
+        char other[256], why[300], c;
         snprintf(other, sizeof other, "settle-%s-%d-%d", what, round, r);
-        while (!read_file(other, &c, 1)) {
-            if (now() > deadline) die("timed out after %.0f s waiting for rank %d to settle (%s)", opt.timeout, r, what);
-            usleep(2000);
-        }
+        snprintf(why, sizeof why, "rank %d to settle (%s)", r, what);
+        await_file(other, &c, 1, why);
         quiet &= c == '1';
         late |= c == '2';
     }
@@ -76,11 +73,7 @@ long share_from_rank0(const char* name, long value) {
         write_file(name, text, 20);
         return value;
     }
-    double deadline = now() + opt.timeout;
-    while (!read_file(name, text, 20)) {
-        if (now() > deadline) die("timed out after %.0f s waiting for rank 0's %s", opt.timeout, name);
-        usleep(2000);
-    }
+    await_file(name, text, 20, "rank 0's figure");
     text[20] = 0;
     return atol(text);
 }

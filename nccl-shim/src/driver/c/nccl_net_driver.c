@@ -77,18 +77,23 @@ int read_file(const char* name, void* data, size_t len) {
     return n == len;
 }
 
+void await_file(const char* name, void* data, size_t len, const char* what) {
+    double deadline = now() + opt.timeout;
+    while (!read_file(name, data, len)) {
+        if (now() > deadline) die("timed out after %.0f s waiting for %s (%s/%s)", opt.timeout, what, opt.dir, name);
+        usleep(2000);
+    }
+}
+
 void barrier(const char* name) {
     char mine[256];
     snprintf(mine, sizeof mine, "barrier-%s-%d", name, opt.rank);
     write_file(mine, "x", 1);
-    double deadline = now() + opt.timeout;
     for (int r = 0; r < opt.nranks; r++) {
-        char other[256], c;
+        char other[256], what[300], c;
         snprintf(other, sizeof other, "barrier-%s-%d", name, r);
-        while (!read_file(other, &c, 1)) {
-            if (now() > deadline) die("timed out after %.0f s waiting for rank %d at barrier '%s'", opt.timeout, r, name);
-            usleep(2000);
-        }
+        snprintf(what, sizeof what, "rank %d at barrier '%s'", r, name);
+        await_file(other, &c, 1, what);
     }
 }
 
