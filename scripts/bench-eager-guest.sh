@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs inside the testbed guests for scripts/bench-eager.sh (not by hand): b serves, a is the client. Per round, on
 # the same link: ib_send_lat and ib_write_lat at each size, jmesh lat (isend/irecv) over all sizes with the eager path
-# and with JMESH_EAGER_THRESHOLD=0 (every message receiver-driven, as before the eager path), then at 4 KiB
+# and with JMESH_EAGER_THRESHOLD=0 (every message receiver-driven, as before the eager path), both again with
+# --repost each (every receive posted and announced on its own, as NCCL posts them), then at 4 KiB
 # ib_write_bw against jmesh bw with and without the eager path. The order of the two jmesh runs switches per round.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,6 +31,9 @@ for ((r = 1; r <= rounds; r++)); do
   done
   if ((r % 2)); then order="4096 0"; else order="0 4096"; fi
   for t in $order; do pair "r$r-jmesh-lat-eager$t" "$t" lat -d $dev -x "$gidx" -s "$list" -n $N --warmup 200; done
+  for t in $order; do
+    pair "r$r-jmesh-lat-each-eager$t" "$t" lat -d $dev -x "$gidx" -s "$list" -n $N --warmup 200 --repost each
+  done
   pair "r$r-ib_write_bw-4096" perftest ib_write_bw -d $dev -x "$gidx" -F -s 4096 -n 4000
   for t in $order; do pair "r$r-jmesh-bw-eager$t" "$t" bw -d $dev -x "$gidx" -s 4096 -n 4000 --warmup 800; done
   echo "eager[$TESTBED_NAME]: round $r of $rounds done"

@@ -24,6 +24,10 @@ import java.util.function.Consumer;
  * receive arrive, the sender replays its eager sends against them (it keeps their tags), so a large send that follows
  * in the same receive takes the buffer the receiver left for it.
  *
+ * <p>A receiver may keep the entries of small receives back (verbs, on an eager connection: they cost a post each,
+ * and eager sends do not need them); they come with the next entries it pushes, or the sender fetches them ({@link
+ * SendWire#fetch}) when a send needs its receive and its entries are not here.
+ *
  * <p>This class owns the protocol both providers share: the ring of {@link Cts#MAX_REQUESTS} slots, request ids
  * ({@code slot * 8 + buffer}; one-sided ids from {@link #OP_BASE}, eager sends from {@link #EAGER_BASE}), tag
  * matching, what was reported, and the {@code test}/{@code size}/{@code close} contract. The provider's {@link
@@ -95,16 +99,24 @@ public final class CoreSender implements Sender {
         if (state != 0) {
             return state;
         }
-        boolean small = wire.sendsEagerly(registration, length);
         int known = learn();
         if (known < 0) {
             return known;
         }
         if (known == 0) {
             // the receive that takes this send is not known yet: only an eager send may go, the receiver picks
-            return small && position - entryTail < HISTORY ? eager(registration, offset, length, tag, null, -1)
-                    : idle();
+            if (position - entryTail < HISTORY && wire.sendsAhead(registration, length)) {
+                int id = eager(registration, offset, length, tag, null, -1);
+                if (id != Status.NOT_READY) {
+                    return id;
+                }
+            }
+            if (!slots[(int) (head & (Cts.MAX_REQUESTS - 1))].full) {
+                wire.fetch(entryTail);             // its entries are needed now: the peer may have kept them back
+            }
+            return idle();
         }
+        boolean small = wire.sendsEagerly(registration, length);
         SendSlot slot = slots[(int) (head & (Cts.MAX_REQUESTS - 1))];
         int i = free(slot, tag);
         if (i < 0) {

@@ -13,16 +13,19 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * against this one layout. Both sides count
  * entry positions the same way (a request of n buffers takes the next n), so receives posted in a row occupy one
  * contiguous range and can leave in one write. The sender reads an entry only after its sequence number shows the
- * current request, with acquire semantics, because the NIC writes it. Each entry carries the buffer's rkey for
- * every rail of the connection, since the rails may run on different devices (twin links), each with its own
- * memory region.
+ * current request, with acquire semantics, because the NIC writes it. The sequence number is the entry's last field
+ * and is stored last: a NIC places a write, and serves a read, in address order (the last-byte polling of perftest's
+ * ib_write_lat assumes the same), so an entry whose sequence number is new is whole, whether the receiver pushed it
+ * or the sender pulled it with an RDMA READ while the receiver was still filling the ring. Each entry carries the
+ * buffer's rkey for every rail of the connection, since the rails may run on different devices (twin links), each
+ * with its own memory region.
  *
  * <p>The ring never overwrites an entry the sender still needs: a request's slot is reused only after it completed
  * (so the sender had read its entries), and the other MAX_REQUESTS - 1 requests in flight hold at most
  * (MAX_REQUESTS - 1) * MAX_RECVS entries, which leaves room for the new one in a ring of MAX_REQUESTS * MAX_RECVS.
  *
  * <pre>
- * entry (64 B):  0 u64 addr   8 u64 size   16 u32 tag   20 u32 nreqs   24 u64 seq   32 u32 rkey[MAX_RAILS]
+ * entry (64 B):  0 u64 addr   8 u64 size   16 u32 tag   20 u32 nreqs   24 u32 rkey[MAX_RAILS]   56 u64 seq
  * FIFO: ENTRIES entries, addressed by position modulo ENTRIES
  * </pre>
  */
@@ -39,8 +42,8 @@ public final class Cts {
     private static final long SIZE = 8;
     private static final long TAG = 16;
     private static final long NREQS = 20;
-    private static final long SEQ = 24;
-    private static final long RKEYS = 32;
+    private static final long RKEYS = 24;
+    private static final long SEQ = 56;
 
     private static final VarHandle LONG = JAVA_LONG.varHandle();
 
@@ -66,6 +69,15 @@ public final class Cts {
             fifo.set(JAVA_INT, entry + RKEYS + 4L * r, r < rails ? rkeys[rkeyOffset + r] : 0);
         }
         LONG.setRelease(fifo, entry + SEQ, seq);
+    }
+
+    /**
+     * Copies the entry at {@code from} of {@code source} over the one at {@code to} of {@code fifo}, the sequence
+     * number last (release), as {@link #write} fills one.
+     */
+    public static void copy(MemorySegment source, long from, MemorySegment fifo, long to) {
+        MemorySegment.copy(source, from, fifo, to, SEQ);
+        LONG.setRelease(fifo, to + SEQ, (long) LONG.getAcquire(source, from + SEQ));
     }
 
     /** The entry's sequence number, read with acquire: the fields read after it are at least as new. */

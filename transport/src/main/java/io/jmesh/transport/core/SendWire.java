@@ -30,6 +30,24 @@ public interface SendWire extends Wire {
     }
 
     /**
+     * Whether this wire sends a message of {@code length} bytes eagerly ahead of its receive's clear-to-send: as
+     * {@link #sendsEagerly}, but a record that costs one packet more than its payload still goes, since the
+     * alternative is to wait for the entries or fetch them ({@link #fetch}), a round trip.
+     */
+    default boolean sendsAhead(io.jmesh.api.Registration registration, long length) {
+        return sendsEagerly(registration, length);
+    }
+
+    /**
+     * The core needs the clear-to-send entries from ring position {@code from} on and does not have them: a wire
+     * whose receiver may keep entries back (verbs: the receives of an eager connection small enough for its ring)
+     * goes and gets them, without the peer's application; the entries land in the FIFO as pushed ones do. Non-blocking;
+     * at most one fetch is in flight, and a call while one is does nothing.
+     */
+    default void fetch(long from) {
+    }
+
+    /**
      * Writes one eager record into the peer's ring: the message at stream {@code position}, for buffer {@code
      * buffer} of its grouped receive (-1: the receiver picks it by tag). The bytes are copied before this returns, so
      * the send is complete.

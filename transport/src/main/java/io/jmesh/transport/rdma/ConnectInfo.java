@@ -22,7 +22,7 @@ import java.util.List;
  * this version's. Big-endian, validated on decode: it came from the network.
  *
  * <pre>
- *  0 u8  version (2)   1 u8 rails (1..8)   2 u16 flags (RELAY 1, EAGER 2)   4 u32 control rkey   8 u64 control address
+ *  0 u8  version (3)   1 u8 rails (1..8)   2 u16 flags (RELAY 1, EAGER 2)   4 u32 control rkey   8 u64 control address
  * 16 + 44 * r, per rail:
  *     0 u8 ibv_mtu (1..5)   1 u8 device index   2 u16 0   4 u32 qpn   8 u32 psn   12 u8[16] gid
  *    28 u8[16] target: the listener address this rail connects to (IPv6 or v4-mapped); zero from the listener
@@ -37,7 +37,7 @@ import java.util.List;
  */
 public record ConnectInfo(List<Rail> rails, long controlAddress, int controlRkey, boolean relay, int recordBytes,
                           int records, boolean eager) {
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
     static final int HEADER_BYTES = 16;
     static final int RAIL_BYTES = 44;
     static final int RELAY = 1;

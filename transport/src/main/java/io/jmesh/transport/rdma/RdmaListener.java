@@ -109,7 +109,8 @@ public final class RdmaListener implements io.jmesh.api.Listener {
             ReceiveSlot[] ring = CoreReceiver.ring();
             CoreReceiver receiver = new CoreReceiver(fate, ring, new RdmaReceiveWire(fate, ring, rails,
                     peer.controlAddress(), peer.controlRkey(),
-                    () -> provider.loopback(first, RdmaReceiveWire.FLUSH_BYTES), eager), provider::forget);
+                    () -> provider.loopback(first, RdmaReceiveWire.FLUSH_BYTES), eager ? provider.eagerThreshold() : 0),
+                    provider::forget);
             Endpoint[] owned = rails;
             rails = null; // the receiver owns them now
             long sizes = owned[0].control.address() + Cts.FIFO_BYTES;

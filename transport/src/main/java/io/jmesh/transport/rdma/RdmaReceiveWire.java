@@ -31,7 +31,13 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *
  * <p>With an eager ring ({@link Eager}: the connector sends small messages eagerly), the ring lies in rail 0's control
  * region after the size array; the core reads it, and this wire hands the consumed count back by an RDMA write into
- * the sender's credit word, as unsignalled as the clear-to-sends.
+ * the sender's credit word, as unsignalled as the clear-to-sends. There a receive of one buffer within the eager
+ * threshold is not announced when posted: its message comes eagerly, which needs no clear-to-send, and under
+ * Soft-RoCE the write would cost as much as a message. Its entries wait in the staging ring (registered, readable
+ * by the peer) and leave with the next push: a receive that is announced, the held entries passing
+ * {@value #HOLD_LIMIT}, or the next credits, so the sender learns every receive before the credits let it run ahead
+ * of it. A sender that needs them sooner (a full ring, a larger message) reads them itself ({@link
+ * RdmaSendWire#fetch}), so the guarantee above holds.
  *
  * <p>A flush reads one byte of each received buffer by RDMA READ through a queue pair connected to itself, made on
  * first use: the NIC answers the read only after its earlier writes into that memory have landed.
@@ -44,6 +50,8 @@ final class RdmaReceiveWire implements ReceiveWire {
     /** wr_id bit of clear-to-send writes, whose completions only free send-queue entries. */
     private static final long CTS_WR = 1L << 32;
     private static final int SIGNAL_EVERY = 16;
+    /** Entries of small receives held back at most, far below the ring's ENTRIES, so none is overwritten unread. */
+    static final int HOLD_LIMIT = 64;
 
     private final Fate fate;
     private final ReceiveSlot[] slots;
@@ -56,6 +64,10 @@ final class RdmaReceiveWire implements ReceiveWire {
     private final MemorySegment sizes;
     private final MemorySegment eagerRing;
     private final MemorySegment creditStaging;
+    /** Receives whose buffers all hold at most this many bytes are not announced when posted; 0: none. */
+    private final long eagerMax;
+    /** Entries up to this ring position must reach the sender with the next announcement. */
+    private long pushTo;
     private boolean recvsPosted;
     private final Supplier<Endpoint> flushFactory;
     private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
@@ -86,7 +98,7 @@ final class RdmaReceiveWire implements ReceiveWire {
      * @param flushFactory makes the loopback queue pair for flushes (on rail 0's device), on first use
      */
     RdmaReceiveWire(Fate fate, ReceiveSlot[] slots, Endpoint[] rails, long peerFifoAddress, int peerFifoRkey,
-                    Supplier<Endpoint> flushFactory, boolean eager) {
+                    Supplier<Endpoint> flushFactory, int eagerMax) {
         this.fate = fate;
         this.slots = slots;
         this.rails = rails.clone();
@@ -97,8 +109,10 @@ final class RdmaReceiveWire implements ReceiveWire {
         this.flushFactory = flushFactory;
         this.staging = ep.control.asSlice(0, Cts.FIFO_BYTES);
         this.sizes = ep.control.asSlice(Cts.FIFO_BYTES, SIZES_BYTES);
+        boolean eager = eagerMax > 0;
         this.eagerRing = eager ? ep.control.asSlice(RdmaSendWire.RING_AT, Eager.RING_BYTES) : null;
         this.creditStaging = eager ? ep.control.asSlice(RdmaSendWire.CREDIT_AT, 8) : null;
+        this.eagerMax = Math.min(eagerMax, Eager.MAX_PAYLOAD);
     }
 
     @Override
@@ -106,22 +120,30 @@ final class RdmaReceiveWire implements ReceiveWire {
         return eagerRing;
     }
 
-    /** Writes the consumed count into the sender's credit word (see {@link RdmaSendWire#eager}). */
+    /**
+     * Writes the consumed count into the sender's credit word (see {@link RdmaSendWire#eager}), behind the entries
+     * held back since the last announcement, in the same post: the queue pair keeps the order, so the sender has
+     * learned of every receive posted before the credits that let it send further ahead.
+     */
     @Override
     public int eagerConsumed(long consumed) {
         if (fate.failed()) {
             return Status.FAILED;
         }
+        int w = stageEntries();
         creditStaging.set(JAVA_LONG, 0, consumed);
-        boolean signal = ++unsignalledCts >= SIGNAL_EVERY;
+        boolean signal = (unsignalledCts += 1) >= SIGNAL_EVERY;
         if (signal) {
             unsignalledCts = 0;
         }
-        Wr.sge(ep.sge[0], creditStaging.address(), 8, ep.controlMr.lkey());
-        Wr.send(ep.wr[0], CTS_WR, MemorySegment.NULL, ep.sge[0], 1, opWrite,
+        Wr.sge(ep.sge[w], creditStaging.address(), 8, ep.controlMr.lkey());
+        Wr.send(ep.wr[w], CTS_WR, MemorySegment.NULL, ep.sge[w], 1, opWrite,
                 (signal ? flagSignaled : 0) | (8 <= ep.maxInline ? flagInline : 0), 0,
                 peerFifoAddress + RdmaSendWire.CREDIT_AT, peerFifoRkey);
-        Wr.link(ep.wr[0], MemorySegment.NULL);
+        if (w > 0) {
+            Wr.link(ep.wr[w - 1], ep.wr[w]);
+        }
+        Wr.link(ep.wr[w], MemorySegment.NULL);
         int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
         if (rc != 0) {
             return fate.fail("ibv_post_send (eager credits) on " + ep.device.name() + " failed: "
@@ -181,19 +203,52 @@ final class RdmaReceiveWire implements ReceiveWire {
         entryHead += n;
         pendingRails[slot.index] = nrails;
         sizesInArray[slot.index] = false;
+        if (!small(slot) || entryHead - announced >= HOLD_LIMIT) {
+            pushTo = entryHead;
+        }
         return hold ? 0 : announce();
     }
 
     /**
-     * RDMA-writes the entries staged since the last announcement into the sender's FIFO: one write, two where the
-     * range wraps around the ring. Unsignalled but for every SIGNAL_EVERY-th write, which frees the send-queue
-     * entries of those before it.
+     * Whether the receive is one buffer that an eager record fills: its message needs no clear-to-send. A grouped
+     * receive is announced, so that the sender keeps matching its sends by tag and waits with a tag that only a
+     * later receive has.
+     */
+    private boolean small(ReceiveSlot slot) {
+        return slot.nreqs == 1 && slot.maxSize[0] <= eagerMax;
+    }
+
+    /**
+     * RDMA-writes the entries staged since the last announcement into the sender's FIFO, when one of them must go
+     * (small receives' entries alone wait, see the class comment): one write, two where the range wraps around the
+     * ring. Unsignalled but for every SIGNAL_EVERY-th write, which frees the send-queue entries of those before it.
      */
     @Override
     public int announce() {
+        if (fate.failed()) {
+            return Status.FAILED;
+        }
+        if (pushTo <= announced) {
+            return 0;
+        }
+        int wrs = stageEntries();
+        Wr.link(ep.wr[wrs - 1], MemorySegment.NULL);
+        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
+        if (rc != 0) {
+            return fate.fail("ibv_post_send (clear-to-send) on " + ep.device.name() + " failed: "
+                    + Errno.describe(rc));
+        }
+        return 0;
+    }
+
+    /**
+     * Prepares the writes of every entry not announced yet in rail 0's work-request scratch (from wr[0], linked),
+     * counting them as announced; the caller links the last and posts. Returns how many (0..2).
+     */
+    private int stageEntries() {
         long count = entryHead - announced;
-        if (count == 0 || fate.failed()) {
-            return fate.failed() ? Status.FAILED : 0;
+        if (count == 0) {
+            return 0;
         }
         long from = announced & (Cts.ENTRIES - 1);
         int first = (int) Math.min(count, Cts.ENTRIES - from);
@@ -214,14 +269,10 @@ final class RdmaReceiveWire implements ReceiveWire {
                     (signal ? flagSignaled : 0) | inline(count - first), 0, peerFifoAddress, peerFifoRkey);
             Wr.link(ep.wr[0], ep.wr[1]);
         }
-        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
-        if (rc != 0) {
-            return fate.fail("ibv_post_send (clear-to-send) on " + ep.device.name() + " failed: "
-                    + Errno.describe(rc));
-        }
         announced = entryHead;
+        pushTo = entryHead;
         ctsWrites += wrs;
-        return 0;
+        return wrs;
     }
 
     /** IBV_SEND_INLINE for a write of {@code entries} clear-to-send entries when the queue pair can inline them. */

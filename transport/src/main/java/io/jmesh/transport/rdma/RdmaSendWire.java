@@ -42,7 +42,11 @@ final class RdmaSendWire implements SendWire {
     /** With an eager ring: the credit word (receiver: its staging), then the ring (sender: the staging ring). */
     static final long CREDIT_AT = CONTROL_BYTES;
     static final long RING_AT = CREDIT_AT + 64;
-    static final long EAGER_CONTROL_BYTES = RING_AT + Eager.RING_BYTES;
+    /** Then where a fetch's RDMA READ of the receiver's clear-to-send entries lands (sender; unused by the receiver). */
+    static final long PULL_AT = RING_AT + Eager.RING_BYTES;
+    /** Entries one fetch reads: the ones the send waits for and those after them, a receiver's held-back run. */
+    static final int PULL_ENTRIES = 64;
+    static final long EAGER_CONTROL_BYTES = PULL_AT + (long) PULL_ENTRIES * Cts.ENTRY_BYTES;
     /**
      * Immediate of a slot's last write: bit 31 "read the sizes from the size array", bits 26-30 the slot, bits 0-25
      * the size of a single message below 64 MiB, or the number of buffers.
@@ -57,6 +61,11 @@ final class RdmaSendWire implements SendWire {
     static final long SLICE_ALIGN = 4096;
     /** wr_id bit of one-sided operations; a slot's writes carry the slot index. */
     private static final long ONE_SIDED_WR = 1L << 32;
+    /** wr_id of a fetch's read. */
+    private static final long PULL_WR = 1L << 34;
+    /** A fetch that found nothing new waits before the next one: from MIN_BACKOFF, doubling up to MAX_BACKOFF. */
+    private static final long MIN_BACKOFF_NANOS = 16_000;
+    private static final long MAX_BACKOFF_NANOS = 1_000_000;
     private static final VarHandle CREDIT = JAVA_LONG.varHandle();
 
     private final Fate fate;
@@ -79,6 +88,15 @@ final class RdmaSendWire implements SendWire {
     private final long peerRingAddress;
     private long records;
     private int unsignalledEager;
+    /** Fetches: where reads land, the peer's staged entries; the read in flight (its ring position and entries). */
+    private final MemorySegment pulled;
+    private final long peerEntriesAddress;
+    private boolean pulling;
+    private long pullFrom;
+    private int pullCount;
+    private long backoffNanos;
+    private long nextPullNanos;
+    private long pulls;
     /** Full slots in the order the core filled them: the order they must go out in. */
     private final int[] fullQueue = new int[Cts.MAX_REQUESTS];
     private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
@@ -125,6 +143,8 @@ final class RdmaSendWire implements SendWire {
         this.eagerStaging = eagerMax > 0 ? ep.control.asSlice(RING_AT, Eager.RING_BYTES) : null;
         this.credit = eagerMax > 0 ? ep.control.asSlice(CREDIT_AT, 8) : null;
         this.peerRingAddress = peerSizesAddress - Cts.FIFO_BYTES + RING_AT;
+        this.pulled = eagerMax > 0 ? ep.control.asSlice(PULL_AT, (long) PULL_ENTRIES * Cts.ENTRY_BYTES) : null;
+        this.peerEntriesAddress = peerSizesAddress - Cts.FIFO_BYTES;
     }
 
     /** The slot index an immediate names. */
@@ -141,6 +161,65 @@ final class RdmaSendWire implements SendWire {
     public boolean sendsEagerly(Registration registration, long length) {
         return eagerMax > 0 && length <= eagerMax && registration instanceof RdmaRegistration r && r.host
                 && packets(Eager.recordBytes((int) length)) == packets(length);
+    }
+
+    /** Up to the threshold from host memory, whatever the packets: ahead of the entries, waiting costs more. */
+    @Override
+    public boolean sendsAhead(Registration registration, long length) {
+        return eagerMax > 0 && length <= eagerMax && registration instanceof RdmaRegistration r && r.host;
+    }
+
+    /**
+     * RDMA-reads the receiver's staged entries from ring position {@code from} on (up to PULL_ENTRIES, to the end of
+     * the ring) into the landing area; {@link #merge} files them when the read completes. The peer's NIC answers, so
+     * a sender whose receive is posted never waits on the peer's application. A read that brought nothing new (the
+     * receive is not posted yet) holds the next one back, 16 us doubling to 1 ms, so a sender spinning on a receive
+     * the peer's application has not posted does not keep the link and the peer's CPU busy.
+     */
+    @Override
+    public void fetch(long from) {
+        if (pulled == null || pulling || fate.failed() || outstanding[0] + 1 > ep.sendDepth
+                || backoffNanos > 0 && System.nanoTime() - nextPullNanos < 0) {
+            return;
+        }
+        long at = Cts.at(from);
+        int count = (int) Math.min(PULL_ENTRIES, (Cts.FIFO_BYTES - at) / Cts.ENTRY_BYTES);
+        Wr.sge(ep.sge[0], pulled.address(), count * Cts.ENTRY_BYTES, ep.controlMr.lkey());
+        Wr.send(ep.wr[0], PULL_WR, MemorySegment.NULL, ep.sge[0], 1, opRead, flagSignaled, 0,
+                peerEntriesAddress + at, peerSizesRkey);
+        if (!postChain(ep, 1)) {
+            return;
+        }
+        pulling = true;
+        pullFrom = from;
+        pullCount = count;
+        outstanding[0]++;
+        pulls++;
+    }
+
+    /** Files the fetched entries that are newer than the FIFO's (a push may have brought them meanwhile). */
+    private void merge() {
+        boolean news = false;
+        for (int k = 0; k < pullCount; k++) {
+            long mine = Cts.at(pullFrom + k);
+            long theirs = (long) k * Cts.ENTRY_BYTES;
+            if (Cts.seq(pulled, theirs) > Cts.seq(fifo, mine)) {
+                Cts.copy(pulled, theirs, fifo, mine);
+                news = true;
+            }
+        }
+        if (news) {
+            backoffNanos = 0;
+        } else {
+            backoffNanos = Math.min(MAX_BACKOFF_NANOS, Math.max(MIN_BACKOFF_NANOS, backoffNanos * 2));
+            nextPullNanos = System.nanoTime() + backoffNanos;
+        }
+        pulling = false;
+    }
+
+    /** Fetches made so far (for tests). */
+    long pulls() {
+        return pulls;
     }
 
     private long packets(long bytes) {
@@ -432,6 +511,7 @@ final class RdmaSendWire implements SendWire {
     private boolean completed(Endpoint r, int rail, int status, long wrId) {
         if (status != wcSuccess) {
             fate.fail((wrId == Endpoint.PROBE_WR ? "the peer stopped answering: a liveness probe on "
+                    : wrId == PULL_WR ? "a read of the receiver's clear-to-send entries on "
                     : (wrId & ONE_SIDED_WR) != 0 ? "a one-sided operation on " : "a send on ")
                     + r.device.name() + " failed: " + r.device.verbs().wcStatusString(status)
                     + ((wrId & ONE_SIDED_WR) != 0 ? " (a remote region that is closed or was never "
@@ -442,6 +522,9 @@ final class RdmaSendWire implements SendWire {
         if (wrId == Endpoint.PROBE_WR) {
             r.probeDone();
             outstanding[0]--;
+        } else if (wrId == PULL_WR) {
+            outstanding[0]--;
+            merge();
         } else if ((wrId & EAGER_WR) != 0) {
             outstanding[0] -= (int) (wrId & 0xffff);   // this write and the unsignalled ones before it
         } else if ((wrId & ONE_SIDED_WR) != 0) {

@@ -98,7 +98,8 @@ public abstract class ContractFixture {
 
     /**
      * Whether receives posted with {@code Receiver.MORE} stay unknown to the sender until released (verbs: their
-     * clear-to-send entries leave in one write later); otherwise each is announced at once (TCP).
+     * clear-to-send entries leave in one write later); otherwise each is announced at once (TCP) or fetched by a
+     * sender that needs it (verbs with the eager path).
      */
     protected abstract boolean holdsReceivesPostedWithMore();
 
