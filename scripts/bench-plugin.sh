@@ -7,7 +7,8 @@
 # With --ref CHECKOUT, the reference C plugin (SEND/RECV) is built from that checkout (scripts/ref-plugin/build.sh)
 # and measured the same way. Logs: target/bench-runs/STAMP-plugin/{a,b}/out/plugin/.
 # JMESH_BENCH_WAYS (default "api plugin plugin-noaot"; api-each adds `jmesh lat --repost each`, every receive
-# announced on its own as NCCL posts them) and JMESH_BENCH_PARTS (default "bw lat jmh") narrow a run.
+# announced on its own as NCCL posts them) and JMESH_BENCH_PARTS (default "bw lat jmh") narrow a run;
+# JMESH_EAGER_THRESHOLD, where set, is passed to every jmesh run.
 #   scripts/bench-plugin.sh [--ref CHECKOUT] [ROUNDS]      (default 2 rounds)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -28,7 +29,9 @@ if [ -n "$ref" ]; then
     JMESH_REF_PLUGIN=$snap/ref/libnccl-net-mesh.so
 fi
 rd=$ROOT/target/bench-runs/$stamp-plugin
-testbed/run --out "$rd" -t $((rounds * 1500 + 1200)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP \
+eager=()     # JMESH_EAGER_THRESHOLD, where set, reaches both ends of every jmesh run (the API and the plugin)
+[ -n "${JMESH_EAGER_THRESHOLD:-}" ] && eager=(-e JMESH_EAGER_THRESHOLD)
+testbed/run --out "$rd" -t $((rounds * 1500 + 1200)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP "${eager[@]}" \
     -e JMESH_PLUGIN_DIR="$snap/nccl-plugin" -e JMESH_REF_PLUGIN -e JMESH_BENCH_WAYS -e JMESH_BENCH_PARTS pair -- \
     bash "$ROOT/scripts/bench-plugin-guest.sh" "$rounds"
 rc=$?

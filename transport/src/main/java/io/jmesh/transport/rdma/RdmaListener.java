@@ -9,6 +9,7 @@ import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
 import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.verbs.QpEndpoint;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -109,7 +110,8 @@ public final class RdmaListener implements io.jmesh.api.Listener {
             ReceiveSlot[] ring = CoreReceiver.ring();
             CoreReceiver receiver = new CoreReceiver(fate, ring, new RdmaReceiveWire(fate, ring, rails,
                     peer.controlAddress(), peer.controlRkey(),
-                    () -> provider.loopback(first, RdmaReceiveWire.FLUSH_BYTES), eager ? provider.eagerThreshold() : 0),
+                    () -> provider.loopback(first, RdmaReceiveWire.FLUSH_BYTES), eager ? provider.eagerThreshold() : 0,
+                    128 << QpEndpoint.pathMtu(rails[0].local().ibvMtu(), peer.rails().getFirst().qp().ibvMtu())),
                     provider::forget);
             Endpoint[] owned = rails;
             rails = null; // the receiver owns them now

@@ -160,7 +160,7 @@ final class RdmaSendWire implements SendWire {
     @Override
     public boolean sendsEagerly(Registration registration, long length) {
         return eagerMax > 0 && length <= eagerMax && registration instanceof RdmaRegistration r && r.host
-                && packets(Eager.recordBytes((int) length)) == packets(length);
+                && Eager.noExtraPacket(length, mtu);
     }
 
     /** Up to the threshold from host memory, whatever the packets: ahead of the entries, waiting costs more. */
@@ -220,10 +220,6 @@ final class RdmaSendWire implements SendWire {
     /** Fetches made so far (for tests). */
     long pulls() {
         return pulls;
-    }
-
-    private long packets(long bytes) {
-        return Math.max(1, (bytes + mtu - 1) / mtu);
     }
 
     /**
