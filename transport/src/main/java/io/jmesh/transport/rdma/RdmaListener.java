@@ -9,7 +9,6 @@ import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
 import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.verbs.QpEndpoint;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -110,8 +109,7 @@ public final class RdmaListener implements io.jmesh.api.Listener {
             ReceiveSlot[] ring = CoreReceiver.ring();
             CoreReceiver receiver = new CoreReceiver(fate, ring, new RdmaReceiveWire(fate, ring, rails,
                     peer.controlAddress(), peer.controlRkey(),
-                    () -> provider.loopback(first, RdmaReceiveWire.FLUSH_BYTES), eager ? provider.eagerThreshold() : 0,
-                    128 << QpEndpoint.pathMtu(rails[0].local().ibvMtu(), peer.rails().getFirst().qp().ibvMtu())),
+                    () -> provider.loopback(first, RdmaReceiveWire.FLUSH_BYTES), eager ? provider.eagerThreshold() : 0),
                     provider::forget);
             Endpoint[] owned = rails;
             rails = null; // the receiver owns them now

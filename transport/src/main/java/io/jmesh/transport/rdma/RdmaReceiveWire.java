@@ -66,8 +66,6 @@ final class RdmaReceiveWire implements ReceiveWire {
     private final MemorySegment creditStaging;
     /** Receives whose buffers all hold at most this many bytes are not announced when posted; 0: none. */
     private final long eagerMax;
-    /** The path MTU in bytes (see {@link #small}). */
-    private final int mtu;
     /** Entries up to this ring position must reach the sender with the next announcement. */
     private long pushTo;
     private boolean recvsPosted;
@@ -100,7 +98,7 @@ final class RdmaReceiveWire implements ReceiveWire {
      * @param flushFactory makes the loopback queue pair for flushes (on rail 0's device), on first use
      */
     RdmaReceiveWire(Fate fate, ReceiveSlot[] slots, Endpoint[] rails, long peerFifoAddress, int peerFifoRkey,
-                    Supplier<Endpoint> flushFactory, int eagerMax, int mtu) {
+                    Supplier<Endpoint> flushFactory, int eagerMax) {
         this.fate = fate;
         this.slots = slots;
         this.rails = rails.clone();
@@ -115,7 +113,6 @@ final class RdmaReceiveWire implements ReceiveWire {
         this.eagerRing = eager ? ep.control.asSlice(RdmaSendWire.RING_AT, Eager.RING_BYTES) : null;
         this.creditStaging = eager ? ep.control.asSlice(RdmaSendWire.CREDIT_AT, 8) : null;
         this.eagerMax = Math.min(eagerMax, Eager.MAX_PAYLOAD);
-        this.mtu = mtu;
     }
 
     @Override
@@ -215,12 +212,12 @@ final class RdmaReceiveWire implements ReceiveWire {
     /**
      * Whether the receive is one buffer that an eager record fills: its message needs no clear-to-send. A grouped
      * receive is announced, so that the sender keeps matching its sends by tag and waits with a tag that only a
-     * later receive has; so is a buffer whose full record would cost a packet more than its data (4057 to 4096 bytes
-     * at MTU 1024), since a message that fills it goes the clear-to-send way when the sender knows the receive.
+     * later receive has. The buffer's size decides, not the message's, which only the sender knows: a 4 KiB buffer
+     * that takes small messages is kept back, and a 4 KiB message into it goes eagerly, one packet more than its
+     * data at MTU 1024 (measured: that costs less than announcing every such receive, docs/benchmarks.md section 6).
      */
     private boolean small(ReceiveSlot slot) {
-        return eagerMax > 0 && slot.nreqs == 1 && slot.maxSize[0] <= eagerMax
-                && Eager.noExtraPacket(slot.maxSize[0], mtu);
+        return eagerMax > 0 && slot.nreqs == 1 && slot.maxSize[0] <= eagerMax;
     }
 
     /**

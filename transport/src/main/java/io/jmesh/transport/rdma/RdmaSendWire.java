@@ -29,7 +29,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * slot of a local staging ring (rail 0's control region, after the credit word) and RDMA-written from there into the
  * peer's ring in one write: the send is complete at once, and only every {@value #SIGNAL_EVERY}th write is
  * signalled, to free the send queue. The receiver hands the consumed count back into the credit word; a slot is
- * written again only once consumed, so the NIC has long read it.
+ * written again only once consumed, so the NIC has long read it. There the receiver keeps the entries of small
+ * one-buffer receives back ({@link RdmaReceiveWire}); when a send needs entries it does not have, {@link #fetch}
+ * reads them from the receiver's staging ring.
  *
  * <p>A connection has one or more rails (queue pairs), on one link or on several links joining the same two nodes:
  * each message is cut into one contiguous slice per rail, so all rails carry data at once. Rail 0 also carries the

@@ -29,7 +29,7 @@ class RdmaLazyAnnouncementTest extends ContractFixture {
     private static final int THRESHOLD = 4096;
     /** Above the threshold: such a message needs its receive's entries. */
     private static final long LARGE = 8192;
-    /** A buffer that is kept back: its full record costs no more packets than its data at MTU 1024 or 4096. */
+    /** A buffer within the threshold: its receive is kept back. */
     private static final long SMALL = 3000;
 
     @Override
