@@ -24,8 +24,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * receive stages one clear-to-send entry per buffer (address, size, tag, an rkey per rail);
  * {@link #announce} RDMA-writes the staged entries into the sender's FIFO over rail 0: one write for a run of
  * receives, two where the run wraps around the ring, signalled every {@value #SIGNAL_EVERY}th write. Entries leave
- * when the receive is posted; only a receive posted with MORE lets them wait for the core to release them, never
- * longer: a thread that posts receives and then drives only a sender never tests them, and the peer's sender would
+ * when the receive is posted; only a receive posted with MORE lets them wait for the core to release them (and, on
+ * an eager connection, a small one: below), never longer: a thread that posts receives and then drives only a sender never tests them, and the peer's sender would
  * wait for entries nobody writes. A slot is complete once every rail's immediate arrived; its sizes come from the
  * immediate, or from the size array the sender wrote for grouped and very large messages.
  *
