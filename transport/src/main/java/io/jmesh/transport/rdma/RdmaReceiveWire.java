@@ -25,9 +25,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * {@link #announce} RDMA-writes the staged entries into the sender's FIFO over rail 0: one write for a run of
  * receives, two where the run wraps around the ring, signalled every {@value #SIGNAL_EVERY}th write. Entries leave
  * when the receive is posted; only a receive posted with MORE lets them wait for the core to release them (and, on
- * an eager connection, a small one: below), never longer: a thread that posts receives and then drives only a sender never tests them, and the peer's sender would
- * wait for entries nobody writes. A slot is complete once every rail's immediate arrived; its sizes come from the
- * immediate, or from the size array the sender wrote for grouped and very large messages.
+ * an eager connection, a small one: below), never longer: a thread that posts receives and then drives only a
+ * sender never tests them, and the peer's sender would wait for entries nobody writes. A slot is complete once
+ * every rail's immediate arrived; its sizes come from the immediate, or from the size array the sender wrote for
+ * grouped and very large messages.
  *
  * <p>With an eager ring ({@link Eager}: the connector sends small messages eagerly), the ring lies in rail 0's control
  * region after the size array; the core reads it, and this wire hands the consumed count back by an RDMA write into
@@ -64,7 +65,7 @@ final class RdmaReceiveWire implements ReceiveWire {
     private final MemorySegment sizes;
     private final MemorySegment eagerRing;
     private final MemorySegment creditStaging;
-    /** Receives whose buffers all hold at most this many bytes are not announced when posted; 0: none. */
+    /** One-buffer receives of at most this many bytes are not announced when posted ({@link #small}); 0: none. */
     private final long eagerMax;
     /** Entries up to this ring position must reach the sender with the next announcement. */
     private long pushTo;
@@ -132,7 +133,7 @@ final class RdmaReceiveWire implements ReceiveWire {
         }
         int w = stageEntries();
         creditStaging.set(JAVA_LONG, 0, consumed);
-        boolean signal = (unsignalledCts += 1) >= SIGNAL_EVERY;
+        boolean signal = ++unsignalledCts >= SIGNAL_EVERY;
         if (signal) {
             unsignalledCts = 0;
         }

@@ -44,7 +44,7 @@ final class RdmaSendWire implements SendWire {
     /** With an eager ring: the credit word (receiver: its staging), then the ring (sender: the staging ring). */
     static final long CREDIT_AT = CONTROL_BYTES;
     static final long RING_AT = CREDIT_AT + 64;
-    /** Then where a fetch's RDMA READ of the receiver's clear-to-send entries lands (sender; unused by the receiver). */
+    /** Then where a fetch's RDMA READ of the receiver's clear-to-send entries lands (the sender's; unused there). */
     static final long PULL_AT = RING_AT + Eager.RING_BYTES;
     /** Entries one fetch reads: the ones the send waits for and those after them, a receiver's held-back run. */
     static final int PULL_ENTRIES = 64;
@@ -161,8 +161,7 @@ final class RdmaSendWire implements SendWire {
      */
     @Override
     public boolean sendsEagerly(Registration registration, long length) {
-        return eagerMax > 0 && length <= eagerMax && registration instanceof RdmaRegistration r && r.host
-                && Eager.noExtraPacket(length, mtu);
+        return sendsAhead(registration, length) && Eager.noExtraPacket(length, mtu);
     }
 
     /** Up to the threshold from host memory, whatever the packets: ahead of the entries, waiting costs more. */
@@ -175,11 +174,14 @@ final class RdmaSendWire implements SendWire {
      * RDMA-reads the receiver's staged entries from ring position {@code from} on (up to PULL_ENTRIES, to the end of
      * the ring) into the landing area; {@link #merge} files them when the read completes. The peer's NIC answers, so
      * a sender whose receive is posted never waits on the peer's application. A read that brought nothing new (the
-     * receive is not posted yet) holds the next one back, 16 us doubling to 1 ms, so a sender spinning on a receive
-     * the peer's application has not posted does not keep the link and the peer's CPU busy.
+     * receive is not posted yet) holds the next one for the same position back, 16 us doubling to 1 ms, so a sender
+     * spinning on a receive the peer's application has not posted does not keep the link and the peer's CPU busy.
      */
     @Override
     public void fetch(long from) {
+        if (from != pullFrom) {
+            backoffNanos = 0;                      // a new need: what the last reads found does not hold for it
+        }
         if (pulled == null || pulling || fate.failed() || outstanding[0] + 1 > ep.sendDepth
                 || backoffNanos > 0 && System.nanoTime() - nextPullNanos < 0) {
             return;

@@ -80,9 +80,9 @@ class RdmaLazyAnnouncementTest extends ContractFixture {
     }
 
     /**
-     * Receives of one small buffer posted one at a time, each without MORE, cost no write; their messages arrive whole; the entries
-     * reach the sender with the credits (one write per {@link Eager#CREDIT_BATCH} messages), and no send needed a
-     * fetch.
+     * Receives of one small buffer posted one at a time, each without MORE, cost no write; their messages arrive
+     * whole; the entries reach the sender with the credits (one write per {@link Eager#CREDIT_BATCH} messages), and
+     * no send needed a fetch.
      */
     @Test
     void smallReceivesCostNoWriteWhenPostedAndTheirEntriesRideWithTheCredits() {
