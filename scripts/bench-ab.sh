@@ -5,8 +5,11 @@
 #
 #   scripts/bench-ab.sh OLD_COMMIT [PAIRS]     (default 4 pairs; each pair runs both jars once, the order switched)
 #
-# Each pair: jmesh lat --op write and jmesh lat (isend/irecv) at 2 bytes, -n 2000, for OLD and for this tree.
-# Logs: target/bench-runs/STAMP-ab/a/out/ab/kK-{old,new}-{lat,latsend}.log; a table of t_typical at the end.
+# Each pair runs every test of JMESH_AB_TESTS for OLD and for this tree (default "lat latsend"):
+#   lat            jmesh lat --op write           latsend-each   jmesh lat --repost each
+#   latsend        jmesh lat (isend/irecv)        bw             jmesh bw at JMESH_AB_BW_SIZE bytes (default 4096)
+# the latency tests at JMESH_AB_SIZES (comma-separated, default 2), -n 2000. JMESH_AB_EAGER=N runs both with
+# JMESH_EAGER_THRESHOLD=N. Logs: target/bench-runs/STAMP-ab/a/out/ab/kK-{old,new}-TEST.log; a table at the end.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 . "$ROOT/scripts/lib.sh"
@@ -29,15 +32,24 @@ cp -r "$wt/benchmarks/target/jmesh-benchmarks.jar" "$wt/benchmarks/target/lib" "
 cp -r benchmarks/target/jmesh-benchmarks.jar benchmarks/target/lib "$snap/new/"
 git worktree remove --force "$wt"
 rd=$ROOT/target/bench-runs/$stamp-ab
-testbed/run --out "$rd" -t $((pairs * 500 + 300)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_AB_JARS="$snap" pair -- \
+tests=${JMESH_AB_TESTS:-lat latsend}
+testbed/run --out "$rd" -t $((pairs * 250 * $(wc -w <<< "$tests") + 300)) -e JAVA_HOME="$JAVA_HOME" \
+    -e JMESH_AB_JARS="$snap" -e JMESH_AB_TESTS="$tests" -e JMESH_AB_SIZES="${JMESH_AB_SIZES:-2}" \
+    -e JMESH_AB_BW_SIZE="${JMESH_AB_BW_SIZE:-4096}" -e JMESH_AB_EAGER="${JMESH_AB_EAGER:-}" pair -- \
     bash "$ROOT/scripts/bench-ab-guest.sh" "$pairs"
 rc=$?
-printf '%-4s %-8s %12s %12s %8s\n' pair test old new new/old
+printf '%-4s %-13s %7s %12s %12s %8s\n' pair test bytes old new new/old
 for f in "$rd"/a/out/ab/k*-old-*.log; do
   [[ -f $f ]] || continue
-  b=$(basename "$f" .log); k=${b%%-*}; t=${b##*-}; n=${f/-old-/-new-}
-  o=$(awk '$1 == 2 && NF >= 9 { v = $5 } END { print v }' "$f"); w=$(awk '$1 == 2 && NF >= 9 { v = $5 } END { print v }' "$n" 2>/dev/null)
-  awk -v k="$k" -v t="$t" -v o="$o" -v w="$w" 'BEGIN { printf "%-4s %-8s %12s %12s %8s\n", k, t, o, w, (o > 0 && w > 0) ? sprintf("%.2f", w / o) : "-" }'
+  b=$(basename "$f" .log); k=${b%%-*}; t=${b#*-old-}; n=${f/-old-/-new-}
+  # t_typical is column 5 of a latency row (9 columns), BW average column 4 of a bandwidth row (5 columns)
+  if [[ $t == bw ]]; then col=4 cells=5; else col=5 cells=9; fi
+  for s in $(awk -v c=$cells '$1 ~ /^[0-9]+$/ && NF == c { print $1 }' "$f"); do
+    o=$(awk -v s="$s" -v c=$cells -v k=$col '$1 == s && NF == c { v = $k } END { print v }' "$f")
+    w=$(awk -v s="$s" -v c=$cells -v k=$col '$1 == s && NF == c { v = $k } END { print v }' "$n" 2>/dev/null)
+    awk -v k="$k" -v t="$t" -v s="$s" -v o="$o" -v w="$w" 'BEGIN { printf "%-4s %-13s %7s %12s %12s %8s\n", k, t, s, o, w, (o > 0 && w > 0) ? sprintf("%.2f", w / o) : "-" }'
+  done
 done
-echo "# t_typical usec (half a round trip), lower is better; compare the median of new/old over the pairs"
+echo "# latency: t_typical usec (half a round trip), lower is better; bw: MB/s, higher is better;"
+echo "# compare the median of new/old over the pairs"
 exit $rc
