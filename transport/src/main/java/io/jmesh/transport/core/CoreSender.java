@@ -105,7 +105,7 @@ public final class CoreSender implements Sender {
         }
         if (known == 0) {
             // the receive that takes this send is not known yet: only an eager send may go, the receiver picks
-            if (position - entryTail < HISTORY && wire.sendsAhead(registration, length)) {
+            if (position - entryTail < HISTORY && wire.sendsEagerly(registration, length)) {
                 int id = eager(registration, offset, length, tag, null, -1);
                 if (id != Status.NOT_READY) {
                     return id;

@@ -58,18 +58,6 @@ public final class Eager {
         return HEADER_BYTES + align8(length) + TRAILER_BYTES;
     }
 
-    /**
-     * Whether a record of {@code length} payload bytes takes no more packets of {@code mtu} bytes than the payload
-     * alone: where it takes one more, the clear-to-send way costs less (on Soft-RoCE, whose cost is per packet).
-     */
-    public static boolean noExtraPacket(long length, int mtu) {
-        return packets(recordBytes((int) length), mtu) == packets(length, mtu);
-    }
-
-    private static long packets(long bytes, int mtu) {
-        return Math.max(1, (bytes + mtu - 1) / mtu);
-    }
-
     private static int align8(int length) {
         return (length + 7) & -8;
     }

@@ -30,15 +30,6 @@ public interface SendWire extends Wire {
     }
 
     /**
-     * Whether this wire sends a message of {@code length} bytes eagerly ahead of its receive's clear-to-send: as
-     * {@link #sendsEagerly}, but a record that costs one packet more than its payload still goes, since the
-     * alternative is to wait for the entries or fetch them ({@link #fetch}), a round trip.
-     */
-    default boolean sendsAhead(io.jmesh.api.Registration registration, long length) {
-        return sendsEagerly(registration, length);
-    }
-
-    /**
      * The core needs the clear-to-send entries from ring position {@code from} on and does not have them: a wire
      * whose receiver may keep entries back (verbs: the receives of an eager connection small enough for its ring)
      * goes and gets them, without the peer's application; the entries land in the FIFO as pushed ones do. Non-blocking;

@@ -10,7 +10,6 @@ import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.NoRouteException;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
-import io.jmesh.transport.verbs.QpEndpoint;
 import io.jmesh.verbs.VerbsException;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -181,9 +180,7 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                         }
                         RdmaSendWire wire = new RdmaSendWire(fate, ring, rails, peer.controlAddress(),
                                 peer.controlRkey(), peer.rails().getFirst().deviceIndex(),
-                                peer.eager() && provider.eagerThreshold() > 0 ? provider.eagerThreshold() : 0,
-                                128 << QpEndpoint.pathMtu(rails[0].local().ibvMtu(),
-                                        peer.rails().getFirst().qp().ibvMtu()));
+                                peer.eager() && provider.eagerThreshold() > 0 ? provider.eagerThreshold() : 0);
                         sender = new CoreSender(fate, wire.fifo(), ring, wire, provider::forget);
                         provider.watchEvents(rails, fate);
                         provider.agent().liveness().watch(handshake.connectionId(), true,

@@ -33,12 +33,12 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * <p>With an eager ring ({@link Eager}: the connector sends small messages eagerly), the ring lies in rail 0's control
  * region after the size array; the core reads it, and this wire hands the consumed count back by an RDMA write into
  * the sender's credit word, as unsignalled as the clear-to-sends. There a receive of one buffer within the eager
- * threshold is not announced when posted: its message comes eagerly, which needs no clear-to-send, and under
- * Soft-RoCE the write would cost as much as a message. Its entries wait in the staging ring (registered, readable
- * by the peer) and leave with the next push: a receive that is announced, the held entries passing
- * {@value #HOLD_LIMIT}, or the next credits, so the sender learns every receive before the credits let it run ahead
- * of it. A sender that needs them sooner (a full ring, a larger message) reads them itself ({@link
- * RdmaSendWire#fetch}), so the guarantee above holds.
+ * threshold, posted on its own (not in a batch with MORE, which costs one write anyway), is not announced when
+ * posted: its message comes eagerly, which needs no clear-to-send, and under Soft-RoCE the write would cost as much as
+ * a message. Its entries wait in the staging ring (registered, readable by the peer) and leave with the next push: a
+ * receive that is announced, a batch, the held entries passing {@value #HOLD_LIMIT}, or the next credits, so the
+ * sender learns every receive before the credits let it run ahead of it. A sender that needs them sooner (a full
+ * ring, a larger message) reads them itself ({@link RdmaSendWire#fetch}), so the guarantee above holds.
  *
  * <p>A flush reads one byte of each received buffer by RDMA READ through a queue pair connected to itself, made on
  * first use: the NIC answers the read only after its earlier writes into that memory have landed.
@@ -69,6 +69,8 @@ final class RdmaReceiveWire implements ReceiveWire {
     private final long eagerMax;
     /** Entries up to this ring position must reach the sender with the next announcement. */
     private long pushTo;
+    /** A receive was posted with MORE since the last announcement: the batch goes out whole when it closes. */
+    private boolean batch;
     private boolean recvsPosted;
     private final Supplier<Endpoint> flushFactory;
     private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
@@ -207,15 +209,17 @@ final class RdmaReceiveWire implements ReceiveWire {
         if (!small(slot) || entryHead - announced >= HOLD_LIMIT) {
             pushTo = entryHead;
         }
-        return hold ? 0 : announce();
+        if (hold) {
+            batch = true;
+            return 0;
+        }
+        return announce();
     }
 
     /**
      * Whether the receive is one buffer that an eager record fills: its message needs no clear-to-send. A grouped
      * receive is announced, so that the sender keeps matching its sends by tag and waits with a tag that only a
-     * later receive has. The buffer's size decides, not the message's, which only the sender knows: a 4 KiB buffer
-     * that takes small messages is kept back, and a 4 KiB message into it goes eagerly, one packet more than its
-     * data at MTU 1024 (measured: that costs less than announcing every such receive, docs/benchmarks.md section 6).
+     * later receive has. The buffer's size decides, not the message's, which only the sender knows.
      */
     private boolean small(ReceiveSlot slot) {
         return eagerMax > 0 && slot.nreqs == 1 && slot.maxSize[0] <= eagerMax;
@@ -230,6 +234,10 @@ final class RdmaReceiveWire implements ReceiveWire {
     public int announce() {
         if (fate.failed()) {
             return Status.FAILED;
+        }
+        if (batch) {
+            batch = false;
+            pushTo = entryHead;
         }
         if (pushTo <= announced) {
             return 0;

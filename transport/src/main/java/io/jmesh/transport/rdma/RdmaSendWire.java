@@ -83,8 +83,6 @@ final class RdmaSendWire implements SendWire {
     private final MemorySegment sizesStaging;
     /** Eager: the largest message, the staging ring, the credit word, the peer's ring; records written so far. */
     private final int eagerMax;
-    /** The path MTU in bytes: a record must not take more packets than its payload alone. */
-    private final int mtu;
     private final MemorySegment eagerStaging;
     private final MemorySegment credit;
     private final long peerRingAddress;
@@ -124,10 +122,9 @@ final class RdmaSendWire implements SendWire {
 
     /**
      * @param eagerMax the largest message sent eagerly (the listener has a ring), or 0
-     * @param mtu      rail 0's path MTU in bytes
      */
     RdmaSendWire(Fate fate, SendSlot[] slots, Endpoint[] rails, long peerSizesAddress, int peerSizesRkey,
-                 int peerKeyIndex, int eagerMax, int mtu) {
+                 int peerKeyIndex, int eagerMax) {
         this.fate = fate;
         this.slots = slots;
         this.rails = rails.clone();
@@ -141,7 +138,6 @@ final class RdmaSendWire implements SendWire {
         this.outstanding = new int[nrails];
         this.railWrs = new int[nrails];
         this.eagerMax = Math.min(eagerMax, Eager.MAX_PAYLOAD);
-        this.mtu = mtu;
         this.eagerStaging = eagerMax > 0 ? ep.control.asSlice(RING_AT, Eager.RING_BYTES) : null;
         this.credit = eagerMax > 0 ? ep.control.asSlice(CREDIT_AT, 8) : null;
         this.peerRingAddress = peerSizesAddress - Cts.FIFO_BYTES + RING_AT;
@@ -155,18 +151,12 @@ final class RdmaSendWire implements SendWire {
     }
 
     /**
-     * Up to the threshold, from host memory, and only where the record's header and trailer cost no extra packet:
-     * a 4 KiB message is four packets at MTU 1024 and its record would be five, which costs more on the wire (and
-     * far more on Soft-RoCE, whose cost is per packet) than its clear-to-send, which mostly arrived long before.
+     * Up to the threshold, from host memory, whatever the packets: a 4 KiB record is five packets at MTU 1024 where
+     * its data alone would be four, and still cost less than the receiver-driven way in an interleaved A/B on
+     * Soft-RoCE (docs/benchmarks.md section 6), which waits for and completes more per message.
      */
     @Override
     public boolean sendsEagerly(Registration registration, long length) {
-        return sendsAhead(registration, length) && Eager.noExtraPacket(length, mtu);
-    }
-
-    /** Up to the threshold from host memory, whatever the packets: ahead of the entries, waiting costs more. */
-    @Override
-    public boolean sendsAhead(Registration registration, long length) {
         return eagerMax > 0 && length <= eagerMax && registration instanceof RdmaRegistration r && r.host;
     }
 

@@ -2,6 +2,7 @@ package io.jmesh.transport.rdma;
 
 import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
+import io.jmesh.api.Receiver;
 import io.jmesh.api.Status;
 import io.jmesh.api.contract.ContractFixture;
 import io.jmesh.testbed.TestbedEnv;
@@ -131,6 +132,34 @@ class RdmaLazyAnnouncementTest extends ContractFixture {
             assertSameBytes(src, j * 4096L, dst, j * 4096L, 1000 + j, "small message " + j);
         }
         assertSameBytes(src, 16384, dst, 16384, LARGE, "the large message");
+    }
+
+    /**
+     * Small receives posted as a batch (MORE on all but the last) are announced together with the receive that
+     * closes the batch, in one write: a batch costs one write anyway, and its sender then knows the buffers (and
+     * answers TRUNCATED at isend). Its sends, one of them the largest eager size, find their entries: no fetch.
+     */
+    @Test
+    void smallReceivesPostedAsABatchAreAnnouncedWithTheReceiveThatClosesIt() {
+        long writes = ctsWrites();
+        long pulled = pulls();
+        int[] recvs = new int[4];
+        for (int j = 0; j < 4; j++) {
+            recvs[j] = recv(new long[] {j * 4096L}, new long[] {4096}, new int[] {j}, j < 3 ? Receiver.MORE : 0);
+            assertEquals(writes + (j < 3 ? 0 : 1), ctsWrites(), j < 3 ? "receive " + j + " waits for its batch"
+                    : "the receive that closes the batch takes all four in one write");
+        }
+        fill(src, 0, 4 * 4096L, 5);
+        int[] sends = new int[4];
+        for (int j = 0; j < 4; j++) {
+            sends[j] = send(j * 4096L, j == 3 ? 4096 : 100 + j, j);
+        }
+        complete(sends, recvs);
+        for (int j = 0; j < 4; j++) {
+            assertEquals(j == 3 ? 4096 : 100 + j, receiver.size(recvs[j], 0), "message " + j);
+            assertSameBytes(src, j * 4096L, dst, j * 4096L, j == 3 ? 4096 : 100 + j, "message " + j);
+        }
+        assertEquals(pulled, pulls(), "every send knew its receive");
     }
 
     /**
