@@ -152,8 +152,8 @@ final class RdmaSendWire implements SendWire {
 
     /**
      * Up to the threshold, from host memory, whatever the packets: a 4 KiB record is five packets at MTU 1024 where
-     * its data alone would be four, and still cost less than the receiver-driven way in an interleaved A/B on
-     * Soft-RoCE (docs/benchmarks.md section 6), which waits for and completes more per message.
+     * its data alone would be four, and still cost less than the receiver-driven way on the same connection on
+     * Soft-RoCE (docs/benchmarks.md section 6).
      */
     @Override
     public boolean sendsEagerly(Registration registration, long length) {
