@@ -8,10 +8,12 @@ import io.jmesh.api.contract.ContractFixture;
 import io.jmesh.testbed.TestbedEnv;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.Cts;
 import io.jmesh.transport.core.Eager;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Map;
 
@@ -160,6 +162,29 @@ class RdmaLazyAnnouncementTest extends ContractFixture {
             assertSameBytes(src, j * 4096L, dst, j * 4096L, j == 3 ? 4096 : 100 + j, "message " + j);
         }
         assertEquals(pulled, pulls(), "every send knew its receive");
+    }
+
+    /**
+     * A sender that knows a batch's receives answers TRUNCATED at isend for a small message too large for its buffer,
+     * as without the eager path; the receive then takes a message that fits.
+     */
+    @Test
+    void aSmallMessageTooLargeForABatchedReceiveIsTruncatedAtIsend() {
+        int[] recvs = new int[2];
+        for (int j = 0; j < 2; j++) {
+            recvs[j] = recv(new long[] {j * 4096L}, new long[] {900}, new int[] {7}, j == 0 ? Receiver.MORE : 0);
+        }
+        MemorySegment fifo = ((RdmaSendWire) ((CoreSender) sender).wire()).fifo();
+        await("the batch's entries reach the sender", () -> Cts.seq(fifo, Cts.at(1)) == 2);
+        fill(src, 0, 2 * 4096L, 6);
+        assertEquals(Status.TRUNCATED, sender.isend(srcReg, 0, 1000, 7),
+                "1000 bytes for a known 900-byte buffer");
+        int[] sends = {send(0, 900, 7), send(4096, 10, 7)};
+        complete(sends, recvs);
+        assertEquals(900, receiver.size(recvs[0], 0));
+        assertEquals(10, receiver.size(recvs[1], 0));
+        assertSameBytes(src, 0, dst, 0, 900, "the message that fits");
+        assertSameBytes(src, 4096, dst, 4096, 10, "the second message");
     }
 
     /**
