@@ -33,9 +33,13 @@ import java.util.concurrent.TimeUnit;
  * from which it probes every host address of the link's subnet (a sweep) and the static map's neighbours, so that
  * the answers come back to this process. The answers fill the {@link RouteTable}.
  *
- * <p>Timing: a round every {@value #FAST_ROUND_MS} ms for the first {@value #FAST_PHASE_MS} ms, then every
- * {@value #SLOW_ROUND_MS} ms; a neighbour not heard for {@value #EXPIRY_MS} ms is forgotten. A neighbour is known one
- * round after both have started; a subnet n relays away one round per relay later.
+ * <p>Timing: a round every {@value #FAST_ROUND_MS} ms for the first {@value #FAST_PHASE_MS} ms, each a sweep; then a
+ * round every {@value #SLOW_ROUND_MS} ms that probes only the neighbours the table knows and the static map's, with a
+ * sweep every {@value #SWEEP_EVERY_MS} ms. Sweeping a /24 every round costs every link about 130 packets a second
+ * each way (probes, and ARP requests for the absent hosts) for the life of the process: on the testbed as many as
+ * rxe itself sent from a receiving guest (docs/benchmarks.md). A PROBE from an address the table does not know is probed back at
+ * once, so a neighbour that starts later is known one round after it starts, as before. A neighbour not heard for
+ * {@value #EXPIRY_MS} ms is forgotten; a subnet n relays away is known one round per relay later.
  *
  * <p>Defences: datagrams are decoded in place ({@link RouteFrame}) and anything malformed, from off the mesh links
  * or from this node itself is dropped, with a rate-limited WARN; the thread never blocks on a socket and survives
@@ -47,6 +51,7 @@ public final class RouteService implements AutoCloseable {
     static final long FAST_PHASE_MS = 3_000;
     static final long SLOW_ROUND_MS = 2_000;
     static final long EXPIRY_MS = 7_000;
+    static final long SWEEP_EVERY_MS = 30_000;
     /** A sweep probes at most this many hosts of a link: a /22. Larger links rely on the static map. */
     static final int MAX_SWEEP_HOSTS = 1022;
     private static final int DATAGRAMS_PER_WAKE = 64;
@@ -201,12 +206,17 @@ public final class RouteService implements AutoCloseable {
 
     private void run() {
         long nextRound = System.nanoTime();
+        long nextSweep = startNanos + TimeUnit.MILLISECONDS.toNanos(FAST_PHASE_MS + SWEEP_EVERY_MS);
         while (running) {
             try {
                 long now = System.nanoTime();
                 if (now - nextRound >= 0) {
-                    probeRound();
                     boolean fast = now - startNanos < TimeUnit.MILLISECONDS.toNanos(FAST_PHASE_MS);
+                    boolean sweep = fast || now - nextSweep >= 0;
+                    if (sweep && !fast) {
+                        nextSweep = now + TimeUnit.MILLISECONDS.toNanos(SWEEP_EVERY_MS);
+                    }
+                    probeRound(sweep, now);
                     nextRound = now + TimeUnit.MILLISECONDS.toNanos(fast ? FAST_ROUND_MS : SLOW_ROUND_MS);
                 }
                 long wait = Math.max(1, TimeUnit.NANOSECONDS.toMillis(nextRound - System.nanoTime()));
@@ -219,16 +229,21 @@ public final class RouteService implements AutoCloseable {
         }
     }
 
-    private void probeRound() {
+    /** Probes every host of each link's subnet ({@code sweep}) or only the neighbours known there. */
+    private void probeRound(boolean sweep, long now) {
         for (int i = 0; i < askers.size(); i++) {
             DatagramChannel asker = askers.get(i);
             LocalLink l = (LocalLink) asker.keyFor(selector).attachment();
-            if (hosts(l) <= MAX_SWEEP_HOSTS) {
+            if (sweep && hosts(l) <= MAX_SWEEP_HOSTS) {
                 byte[] a = l.prefix().network().address().getAddress();
                 long first = firstHost(l);
                 long last = first + hosts(l) - 1;
                 for (long h = first; h <= last; h++) {
                     probe(asker, addressPlus(a, h));
+                }
+            } else {
+                for (InetAddress n : table.neighboursOn(l, now)) {
+                    probe(asker, n);
                 }
             }
             for (InetAddress n : table.staticNeighbours()) {
@@ -286,6 +301,9 @@ public final class RouteService implements AutoCloseable {
         }
         if (!isAsker && d.type() == RouteFrame.PROBE) {
             answer(ch, from, d.nodeId());
+            if (!table.knows(from.getAddress(), System.nanoTime())) {
+                probeBack((LocalLink) ch.keyFor(selector).attachment(), from.getAddress());
+            }
         } else if (isAsker && d.type() == RouteFrame.ADVERT) {
             if (table.isOwnAddress(from.getAddress())) {
                 return; // another process of this node: same links, nothing to learn
@@ -293,6 +311,21 @@ public final class RouteService implements AutoCloseable {
             table.heard(from.getAddress(), d.nodeId(), d.links(), d.reach(), System.nanoTime());
         } else {
             drop(from, RouteFrame.PROBE == d.type() ? "a PROBE on the answer socket" : "an ADVERT on the route port");
+        }
+    }
+
+    /**
+     * A neighbour the table does not know probed this node: it has just started (or this process missed it), so
+     * it is asked at once from the link's asker instead of at the next sweep. One probe per probe received, never
+     * more, so a flood of forged probes is answered in kind and no larger.
+     */
+    private void probeBack(LocalLink link, InetAddress neighbour) {
+        for (int i = 0; i < askers.size(); i++) {
+            DatagramChannel asker = askers.get(i);
+            if (asker.keyFor(selector).attachment() == link) {
+                probe(asker, neighbour);
+                return;
+            }
         }
     }
 

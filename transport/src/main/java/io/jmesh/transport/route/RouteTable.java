@@ -92,6 +92,24 @@ public final class RouteTable {
         return true;
     }
 
+    /** Whether {@code address} is a live neighbour: it answered a probe within the expiry. */
+    synchronized boolean knows(InetAddress address, long now) {
+        Neighbour n = neighbours.get(address);
+        return n != null && now - n.seenNanos() <= expiryNanos;
+    }
+
+    /** The live neighbours' addresses on {@code link}, which a round between sweeps probes. */
+    synchronized List<InetAddress> neighboursOn(LocalLink link, long now) {
+        expire(now);
+        List<InetAddress> on = new ArrayList<>();
+        for (Neighbour n : neighbours.values()) {
+            if (n.via().equals(link)) {
+                on.add(n.address());
+            }
+        }
+        return on;
+    }
+
     /** The neighbours' addresses the static map names, to be probed even where no sweep runs. */
     List<InetAddress> staticNeighbours() {
         return statics.stream().map(StaticRoute::neighbour).distinct().toList();
