@@ -217,8 +217,13 @@ static int create_vm(void) {
     snprintf(cpOption, sizeof cpOption, "-Djava.class.path=%s", s.classPath);
     snprintf(homeOption, sizeof homeOption, "-Djmesh.nccl.home=%s", s.libdir);
     snprintf(user, sizeof user, "%s", getenv("JMESH_JVM_OPTS") ? getenv("JMESH_JVM_OPTS") : "");
+    /* JIT_EARLY: jmesh's own methods compile at a tenth of the JIT's invocation thresholds. NCCL calls the data path
+     * once per message, so at the default thresholds (C2 after 5,000 calls, later while C2 is busy) a slow machine
+     * runs it as profiled C1 code, and compiles it, for its first several thousand messages: on the testbed, minutes
+     * (docs/benchmarks.md section 7). "quiet" keeps the JVM from echoing the command on the application's stdout. */
     char* defaults[] = {cpOption, homeOption, "-Xrs", "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC",
-                        "-Xmx1g", "-XX:+PerfDisableSharedMem" /* no hsperfdata file per rank in /tmp */};
+                        "-Xmx1g", "-XX:+PerfDisableSharedMem" /* no hsperfdata file per rank in /tmp */,
+                        "-XX:CompileCommand=quiet", "-XX:CompileCommand=CompileThresholdScaling,io.jmesh.*::*,0.1"};
     JavaVMOption opts[MAX_OPTS] = {{0}};
     int n = 0;
     for (; n < (int)(sizeof defaults / sizeof defaults[0]); n++) {

@@ -115,6 +115,38 @@ class NcclDriverTcpTest {
                 .matcher(ranks.get(0).output()).find(), all);
     }
 
+    /**
+     * The plugin's JVM compiles jmesh's own methods at a tenth of the JIT's thresholds (jvm.c), so 2,000 receives
+     * bring {@code irecv} to C2 (tier 4), where the default threshold alone (5,000 calls) leaves it in C1. Messages
+     * of 1 MiB give the compiler the time the last 1,500 take (no settle rounds: on this host one is ~100,000
+     * messages). The JIT's log goes to a file per rank, beside the run.
+     */
+    @Test
+    void theDataPathReachesC2WithinTheFirstThousandsOfMessages(@TempDir Path dir) throws Exception {
+        Path jit = Files.createDirectories(dir.resolve("jit"));
+        Map<String, String> env = new java.util.HashMap<>(TCP);
+        env.put("JMESH_JVM_OPTS", "-Xlog:jit+compilation=debug:file=" + jit + "/jit-%p.log");
+        List<DriverRun.Rank> ranks = DriverRun.run(Files.createDirectories(dir.resolve("run")), 2, env, 180,
+                "--oneway", "--min", "1M", "--max", "1M", "--iters", "8", "--warmup", "2000", "--group", "1",
+                "--timeout", "120");
+        String all = DriverRun.describe(ranks);
+        for (DriverRun.Rank r : ranks) {
+            assertEquals(0, r.exit(), all);
+        }
+        Pattern c2 = Pattern.compile("\\s4\\s+io\\.jmesh\\.nccl\\.NcclPlugin::irecv \\(");
+        StringBuilder logs = new StringBuilder();
+        boolean found = false;
+        try (var files = Files.list(jit)) {
+            for (Path f : files.toList()) {
+                String text = Files.readString(f);
+                found |= c2.matcher(text).find();
+                text.lines().filter(l -> l.contains("NcclPlugin::")).forEach(l -> logs.append(l).append('\n'));
+            }
+        }
+        assertTrue(found, "no C2 compile of NcclPlugin::irecv after 2,000 receives; the plugin's methods compiled:\n"
+                + logs + all);
+    }
+
     /** A folder a finished run left would hand the next run stale handles and barriers: refused, naming the fix. */
     @Test
     void aFolderAFinishedRunLeftIsRefused(@TempDir Path dir) throws Exception {
