@@ -128,7 +128,10 @@ public final class RouteTable {
                     continue;
                 }
                 Neighbour n = neighbours.get(s.neighbour());
-                int relays = n == null ? 1 : Math.max(1, n.relaysTo(target));
+                // a neighbour that answered without a link to the target or a way to it is at least 2 relays
+                // away from it (it may learn one later): then a peer address the neighbour is linked to wins
+                int known = n == null ? 0 : n.relaysTo(target);
+                int relays = n == null ? 1 : known == 0 ? 2 : known;
                 return new NextHop(via, s.neighbour(), n == null ? 0 : n.relayPort(), relays, true);
             }
         }

@@ -132,6 +132,18 @@ class RouteFrameTest {
                 toD.toString());
         assertTrue(t.advertFor(2, 10).contains(new Reach(p("10.0.3.0/24"), 1)));
         assertTrue(t.advertFor(2, 10).stream().noneMatch(r -> r.subnet().equals(p("10.0.2.0/24"))));
+        // static entries: a neighbour not heard yet counts 1 relay; one heard without a link to the target or a
+        // way to it at least 2, so a peer address it is linked to is preferred (the ring in TcpRelayDefenceTest)
+        RouteTable s = new RouteTable(List.of(l4), StaticRoute.parseList("10.0.2.0/24=10.0.4.4,"
+                + "10.0.3.0/24=10.0.4.4"), 1_000);
+        assertEquals(1, s.nextHop(a("10.0.2.3"), 0).relays());
+        assertTrue(s.heard(a("10.0.4.4"), 4, List.of(new Link(p("10.0.4.4/24"), 400), new Link(p("10.0.3.4/24"),
+                401)), List.of(), 0));
+        assertEquals(1, s.nextHop(a("10.0.3.3"), 10).relays());
+        assertEquals(2, s.nextHop(a("10.0.2.3"), 10).relays());
+        assertTrue(s.heard(a("10.0.4.4"), 4, List.of(new Link(p("10.0.4.4/24"), 400), new Link(p("10.0.3.4/24"),
+                401)), List.of(new Reach(p("10.0.2.0/24"), 1)), 20));
+        assertEquals(2, s.nextHop(a("10.0.2.3"), 30).relays());
         // a neighbour off this node's links is not taken; entries expire
         assertTrue(!t.heard(a("10.0.7.7"), 7, List.of(), List.of(), 0));
         assertNull(t.nextHop(a("10.0.3.3"), 2_000));
