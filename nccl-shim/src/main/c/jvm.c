@@ -217,7 +217,7 @@ static int create_vm(void) {
     snprintf(cpOption, sizeof cpOption, "-Djava.class.path=%s", s.classPath);
     snprintf(homeOption, sizeof homeOption, "-Djmesh.nccl.home=%s", s.libdir);
     snprintf(user, sizeof user, "%s", getenv("JMESH_JVM_OPTS") ? getenv("JMESH_JVM_OPTS") : "");
-    /* JIT_EARLY: jmesh's own methods compile at a tenth of the JIT's invocation thresholds. NCCL calls the data path
+    /* jmesh's own methods compile at a tenth of the JIT's invocation thresholds. NCCL calls the data path
      * once per message, so at the default thresholds (C2 after 5,000 calls, later while C2 is busy) a slow machine
      * runs it as profiled C1 code, and compiles it, for its first several thousand messages: on the testbed, minutes
      * (docs/benchmarks.md section 7). "quiet" keeps the JVM from echoing the command on the application's stdout. */

@@ -7,6 +7,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -125,7 +126,7 @@ class NcclDriverTcpTest {
     @Test
     void theDataPathReachesC2WithinTheFirstThousandsOfMessages(@TempDir Path dir) throws Exception {
         Path jit = Files.createDirectories(dir.resolve("jit"));
-        Map<String, String> env = new java.util.HashMap<>(TCP);
+        Map<String, String> env = new HashMap<>(TCP);
         env.put("JMESH_JVM_OPTS", "-XX:-BackgroundCompilation -Xlog:jit+compilation=debug:file=" + jit
                 + "/jit-%p.log");
         List<DriverRun.Rank> ranks = DriverRun.run(Files.createDirectories(dir.resolve("run")), 2, env, 180,
