@@ -2,7 +2,7 @@
 # Real NCCL through the jmesh plugin on one GPU machine (two ranks, one per GPU), against NCCL's built-in Socket
 # transport in the same run. Needs the install layout with a bundled Java runtime (scripts/nccl-runtime.sh), torch and
 # torchrun (PYTHON, default /opt/torch/.venv/bin/python). Writes logs and JSON results to OUT (default
-# target/nccl-gpu). See docs/nccl.md and docs/benchmarks.md.
+# target/nccl-gpu). See docs/nccl.md and docs/benchmarks-gpu.md.
 #   usage: scripts/nccl-gpu-bench.sh [--quick]
 # Environment: PLUGIN_DIR (the install layout), PYTHON, OUT, SIZES (MiB, default 1,4,16,64,256), ITERS (10),
 # ROUNDS (1: each of Socket, jmesh and Socket's best once; 2 or more interleave them, labels -r1, -r2, ...),
