@@ -153,7 +153,7 @@ final class RdmaSendWire implements SendWire {
     /**
      * Up to the threshold, from host memory, whatever the packets: a 4 KiB record is five packets at MTU 1024 where
      * its data alone would be four, and still cost less than the receiver-driven way on the same connection on
-     * Soft-RoCE (docs/benchmarks.md section 6).
+     * Soft-RoCE (docs/benchmarks-eager.md).
      */
     @Override
     public boolean sendsEagerly(Registration registration, long length) {

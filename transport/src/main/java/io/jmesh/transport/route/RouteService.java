@@ -37,9 +37,10 @@ import java.util.concurrent.TimeUnit;
  * round every {@value #SLOW_ROUND_MS} ms that probes only the neighbours the table knows and the static map's, with a
  * sweep every {@value #SWEEP_EVERY_MS} ms. Sweeping a /24 every round costs every link about 130 packets a second
  * each way (probes, and ARP requests for the absent hosts) for the life of the process: on the testbed as many as
- * rxe itself sent from a receiving guest (docs/benchmarks.md). A PROBE from an address the table does not know is
- * probed back at once, so a neighbour that starts later is known one round after it starts, as before. A neighbour
- * not heard for {@value #EXPIRY_MS} ms is forgotten; a subnet n relays away is known one round per relay later.
+ * rxe itself sent from a receiving guest (docs/benchmarks-plugin.md). A PROBE from an address the table does not know
+ * is probed back at once, so a neighbour that starts later is known one round after it starts, as before. A
+ * neighbour not heard for {@value #EXPIRY_MS} ms is forgotten; a subnet n relays away is known one round per relay
+ * later.
  *
  * <p>Defences: datagrams are decoded in place ({@link RouteFrame}) and anything malformed, from off the mesh links
  * or from this node itself is dropped, with a rate-limited WARN; the thread never blocks on a socket and survives
