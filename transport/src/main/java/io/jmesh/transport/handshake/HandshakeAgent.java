@@ -316,7 +316,7 @@ public final class HandshakeAgent implements AutoCloseable {
     }
 
     /** The liveness port for a local address (0: none, or the address is unknown). */
-    int livenessPort(InetAddress local) {
+    public int livenessPort(InetAddress local) {
         return local == null ? 0 : liveness.port(local);
     }
 

@@ -61,9 +61,9 @@ final class OutboundSession extends Session {
         }
         key.interestOps(SelectionKey.OP_READ);
         state = State.AWAIT_CHALLENGE;
-        // no liveness on a relayed connection (the peer is no neighbour), nor on a relay's behalf
-        int livenessPort = handshake.route().isRelayed() || secret == null ? 0
-                : agent.livenessPort(handshake.route().local().prefix().address());
+        // this process's port on the link it dials: the neighbour there (the listener, or the first relay, which
+        // watches this node and puts its own port in what it passes on) is who pings it
+        int livenessPort = agent.livenessPort(handshake.route().local().prefix().address());
         send(Frame.HELLO, relayed(handshake.route(), Frame.hello(nonce, livenessPort, payload)));
     }
 

@@ -25,38 +25,51 @@ import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 /**
- * Notices a peer process that stopped (SIGSTOP, a hang, a dead machine) on every provider. A NIC acknowledges RDMA
- * writes and a kernel acknowledges TCP segments for a process that no longer runs, so neither tells a frozen peer from
- * a slow one; this thread, {@value #THREAD_NAME}, one per fabric, is what answers for the process instead. It pings the
- * peer of every direct connection over UDP on the connection's link, answers every peer's pings whether or not the
- * application polls, and fails a connection whose peer sent no sign of life for the timeout. A process that merely
- * does not poll (busy elsewhere) keeps answering; one that is stopped does not.
+ * Notices a process that stopped (SIGSTOP, a hang, a dead machine) on every provider. A NIC acknowledges RDMA writes
+ * and a kernel acknowledges TCP segments for a process that no longer runs, so neither tells a frozen peer from a slow
+ * one; this thread, {@value #THREAD_NAME}, one per fabric, is what answers for the process instead. Every process
+ * watches only its neighbours, over UDP on the link they share: the end of a direct connection its peer, the end of
+ * a relayed connection the relay it is connected to (the first relay, or for the accepting end the last one), and a
+ * relay both neighbours of each connection it carries (its <em>legs</em>). A process answers every neighbour's pings
+ * whether or not the application polls, and fails a connection whose neighbour sent no sign of life for the timeout.
+ * A relay that loses one leg (silent, or its neighbour no longer knows the connection) tells the other with LOST,
+ * which the next relay passes on; so an end learns of a stopped process anywhere on the path within about one
+ * timeout, and the watches stay between neighbours, where datagrams can go (docs/architecture.md).
  *
  * <p>One datagram layout, 24 bytes, big-endian:
  * <pre>
- *  0 u32 magic 0x4A4D4C56 "JMLV"   4 u8 version 1   5 u8 type (PING 1, PONG 2)   6 u8 role of the pinger
- *  8 u64 connection id (the handshake's)           16 u64 sequence (echoed)
+ *  0 u32 magic 0x4A4D4C56 "JMLV"   4 u8 version 2   5 u8 type (PING 1, PONG 2, LOST 3)
+ *  6 u8 role (PING, LOST: the sender's end; PONG: the pinger's, echoed)
+ *  7 u8 flags (PONG: KNOWN 1 the answerer has this connection, RELAY 2 it relays it; LOST: why, SILENT 1, CLOSED 2)
+ *  8 u64 connection id (the handshake's, as this hop saw it)    16 u64 sequence (echoed)
  * </pre>
- * A PONG echoes its PING with the type changed, so it is never larger than what asked for it; pings are answered only
- * from addresses of the link they arrive on. A connection is watched under its id and the watcher's role (connector or
- * acceptor: both ends of a connection to the same fabric live here), and only a PONG from the peer's own address and
- * port counts. Relayed connections are not watched: their peer is no neighbour, and the relay's failure reaches them.
+ * A PONG or LOST answer is never larger than what asked for it; datagrams are taken only from addresses of the link
+ * they arrive on. A connection is watched under its id and the watcher's role (connector or acceptor: both ends of a
+ * connection to the same fabric live here), and only datagrams from the neighbour's own address and port count.
  */
 public final class Liveness implements AutoCloseable {
     public static final String THREAD_NAME = "jmesh-liveness";
     /** Pings per timeout: a few may be lost on a busy link without failing anything. */
     static final int PINGS_PER_TIMEOUT = 6;
+    /** Relay legs at most (two per relayed connection): bounded, though only a completed handshake adds any. */
+    static final int MAX_LEGS = 16_384;
 
     static final int MAGIC = 0x4A4D4C56;
-    static final int VERSION = 1;
+    static final int VERSION = 2;
     static final int PING = 1;
     static final int PONG = 2;
+    static final int LOST = 3;
     static final int ROLE_CONNECTOR = 1;
     static final int ROLE_ACCEPTOR = 2;
+    static final int KNOWN = 1;
+    static final int RELAY = 2;
+    static final int SILENT = 1;
+    static final int CLOSED = 2;
     static final int MAGIC_OFFSET = 0;
     static final int VERSION_OFFSET = 4;
     static final int TYPE_OFFSET = 5;
     static final int ROLE_OFFSET = 6;
+    static final int FLAGS_OFFSET = 7;
     static final int ID_OFFSET = 8;
     static final int SEQUENCE_OFFSET = 16;
     static final int LENGTH = 24;
@@ -75,29 +88,53 @@ public final class Liveness implements AutoCloseable {
     private final Map<Key, Watch> watches = new HashMap<>();
     private final ByteBuffer rx = ByteBuffer.allocate(64);
     private final ByteBuffer tx = ByteBuffer.allocate(LENGTH);
+    private int legs;
     private volatile boolean running = true;
     private volatile long dropped;
 
     private record Key(long connectionId, int role) {
+        Key opposite() {
+            return new Key(connectionId, role == ROLE_CONNECTOR ? ROLE_ACCEPTOR : ROLE_CONNECTOR);
+        }
     }
 
-    /** One watched connection end; written by the thread only, after it was queued. */
+    /**
+     * One watched neighbour: an end's ({@code fate} set) or a relay's leg ({@code partner} set: the other neighbour
+     * of the same relayed connection). Written by the thread only, after it was queued.
+     */
     private static final class Watch {
         final Key key;
         final InetSocketAddress peer;
         final DatagramChannel socket;
         final Fate fate;
-        final String peerName;
+        /** An end's: the peer behind the relay it watches (connector), null when not known or direct. */
+        final String behind;
+        Watch partner;
+        String name;
         long lastHeard;
         long nextPing;
         long sequence;
+        /** The neighbour said it relays this connection (an accepting end learns it from the PONG). */
+        boolean relayed;
+        /** A leg whose neighbour showed that it has the connection (it pinged, or answered KNOWN). */
+        boolean armed;
+        /** A leg that lost its connection: it answers LOST until its neighbour falls silent. */
+        int lostWhy;
 
-        Watch(Key key, InetSocketAddress peer, DatagramChannel socket, Fate fate, String peerName) {
+        Watch(Key key, InetSocketAddress peer, DatagramChannel socket, Fate fate, String behind) {
             this.key = key;
             this.peer = peer;
             this.socket = socket;
             this.fate = fate;
-            this.peerName = peerName;
+            this.behind = behind;
+        }
+
+        boolean leg() {
+            return fate == null;
+        }
+
+        String host() {
+            return peer.getAddress().getHostAddress();
         }
     }
 
@@ -167,19 +204,59 @@ public final class Liveness implements AutoCloseable {
     /**
      * Watches one end of a direct connection until its {@code fate} is closed or failed: fails it when the peer's
      * process at {@code peer} (on {@code peerPort}, its liveness port from the handshake) sends no sign of life for
-     * the timeout. Does nothing when liveness is off, the peer has no liveness port (0: a relayed connection), or
-     * {@code local} is no link of this fabric.
+     * the timeout. Does nothing when liveness is off, the peer has no liveness port (0), or {@code local} is no link
+     * of this fabric.
      *
      * @param connector true on the connecting end, false on the accepting end
      */
     public void watch(long connectionId, boolean connector, InetAddress peer, int peerPort, InetAddress local,
                       Fate fate) {
+        watch(connectionId, connector, peer, peerPort, local, fate, null);
+    }
+
+    /**
+     * Watches one end of a connection through the neighbour it is connected to: the peer itself, or for a relayed
+     * connection the relay ({@code neighbour}, with the liveness port the relay put in the handshake) and, named in
+     * the failure, {@code behind}, the peer beyond it.
+     */
+    public void watch(long connectionId, boolean connector, InetAddress neighbour, int port, InetAddress local,
+                      Fate fate, String behind) {
         DatagramChannel ch = local == null ? null : sockets.get(local);
-        if (ch == null || peer == null || peerPort == 0 || !running) {
+        if (ch == null || neighbour == null || port == 0 || !running) {
             return;
         }
-        added.add(new Watch(new Key(connectionId, connector ? ROLE_CONNECTOR : ROLE_ACCEPTOR),
-                new InetSocketAddress(peer, peerPort), ch, fate, peer.getHostAddress()));
+        Watch w = new Watch(new Key(connectionId, connector ? ROLE_CONNECTOR : ROLE_ACCEPTOR),
+                new InetSocketAddress(neighbour, port), ch, Objects.requireNonNull(fate, "fate"), behind);
+        w.relayed = behind != null;
+        added.add(w);
+        selector.wakeup();
+    }
+
+    /**
+     * Watches both neighbours of a connection this node relays, from the moment its handshake passed: {@code up}
+     * (towards the connector; this node is the acceptor there) under {@code upId}, {@code down} (towards the
+     * listener; this node is the connector there) under {@code downId}. When one falls silent for the timeout, or
+     * no longer has the connection, the other is told (LOST), and both are forgotten once quiet. Does nothing when
+     * liveness is off, either port is 0 or either local address is no link of this fabric.
+     *
+     * @param name the relayed connection, for the log ("127.0.111.1 -> 127.0.112.3")
+     */
+    public void relay(long upId, InetSocketAddress up, InetAddress upLocal, long downId, InetSocketAddress down,
+                      InetAddress downLocal, String name) {
+        DatagramChannel upCh = upLocal == null ? null : sockets.get(upLocal);
+        DatagramChannel downCh = downLocal == null ? null : sockets.get(downLocal);
+        if (upCh == null || downCh == null || up == null || down == null || up.getPort() == 0
+                || down.getPort() == 0 || !running) {
+            return;
+        }
+        Watch u = new Watch(new Key(upId, ROLE_ACCEPTOR), up, upCh, null, null);
+        Watch d = new Watch(new Key(downId, ROLE_CONNECTOR), down, downCh, null, null);
+        u.partner = d;
+        d.partner = u;
+        u.name = name;
+        d.name = name;
+        added.add(u);
+        added.add(d);
         selector.wakeup();
     }
 
@@ -222,10 +299,7 @@ public final class Liveness implements AutoCloseable {
                     selector.select(k -> receiveAll((DatagramChannel) k.attachment()), Math.max(1, wait));
                     Watch w;
                     while ((w = added.poll()) != null) {
-                        long now = System.nanoTime();
-                        w.lastHeard = now;
-                        w.nextPing = now;
-                        watches.put(w.key, w);
+                        adopt(w, System.nanoTime());
                     }
                     wait = tick(System.nanoTime());
                 } catch (IOException | RuntimeException e) {
@@ -237,28 +311,80 @@ public final class Liveness implements AutoCloseable {
         }
     }
 
+    private void adopt(Watch w, long now) {
+        if (w.leg() && legs >= MAX_LEGS) {
+            warnings.warn("liveness: not watching the relayed connection {}: {} relay legs are watched already",
+                    w.name, MAX_LEGS);
+            return;
+        }
+        w.lastHeard = now;
+        w.nextPing = now;
+        Watch old = watches.put(w.key, w);
+        legs += (w.leg() ? 1 : 0) - (old != null && old.leg() ? 1 : 0);
+    }
+
+    private void forget(Iterator<Watch> it, Watch w) {
+        it.remove();
+        legs -= w.leg() ? 1 : 0;
+    }
+
     /** Fails the silent, forgets the closed, pings the due; returns how long the next select may wait (ms). */
     private long tick(long now) {
         long soonest = intervalNanos;
         for (Iterator<Watch> it = watches.values().iterator(); it.hasNext(); ) {
             Watch w = it.next();
-            if (w.fate.state() != 0) {
-                it.remove();
-            } else if (now - w.lastHeard > timeoutNanos) {
-                it.remove();
-                w.fate.fail("the peer stopped answering: no sign of life from the process at " + w.peerName
-                        + " for " + TimeUnit.NANOSECONDS.toMillis(now - w.lastHeard) + " ms (it is stopped or hung, "
-                        + "its machine is down, or the link is; JMESH_LIVENESS_TIMEOUT_MS, now "
-                        + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + ", sets how long to wait)");
+            boolean silent = now - w.lastHeard > timeoutNanos;
+            if (w.fate != null && w.fate.state() != 0) {
+                forget(it, w);
+            } else if (w.lostWhy != 0) {
+                if (silent) {
+                    forget(it, w); // a lost leg answers LOST until its neighbour stops asking
+                }
+            } else if (silent) {
+                if (w.leg()) {
+                    lose(w, SILENT, now);
+                } else {
+                    forget(it, w);
+                    w.fate.fail(silence(w, now));
+                }
             } else {
                 if (now - w.nextPing >= 0) {
-                    send(w.socket, PING, w.key.role(), w.key.connectionId(), ++w.sequence, w.peer);
+                    send(w.socket, PING, w.key.role(), 0, w.key.connectionId(), ++w.sequence, w.peer);
                     w.nextPing = now + intervalNanos;
                 }
                 soonest = Math.min(soonest, Math.min(w.nextPing - now, w.lastHeard + timeoutNanos - now + 1));
             }
         }
         return Math.max(1, TimeUnit.NANOSECONDS.toMillis(soonest));
+    }
+
+    private String silence(Watch w, long now) {
+        String waited = "for " + TimeUnit.NANOSECONDS.toMillis(now - w.lastHeard) + " ms (";
+        String tail = "; JMESH_LIVENESS_TIMEOUT_MS, now " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos)
+                + ", sets how long to wait)";
+        if (!w.relayed) {
+            return "the peer stopped answering: no sign of life from the process at " + w.host() + " " + waited
+                    + "it is stopped or hung, its machine is down, or the link is" + tail;
+        }
+        return "the relay " + w.host() + " stopped answering; the connection " + (w.behind != null ? "to "
+                + w.behind + " through it" : "from the peer behind it") + " is lost: no sign of life from the "
+                + "relay's process " + waited + "it is stopped or hung, its machine is down, or the link to it is"
+                + tail;
+    }
+
+    /** A leg lost its neighbour: it and its partner answer LOST from now on, and the partner's neighbour is told. */
+    private void lose(Watch w, int why, long now) {
+        w.lostWhy = why;
+        w.lastHeard = now;
+        Watch p = w.partner;
+        if (p.lostWhy == 0) {
+            p.lostWhy = why;
+            p.lastHeard = now;
+            send(p.socket, LOST, p.key.role(), why, p.key.connectionId(), 0, p.peer);
+        }
+        LOG.info("jmesh relay: the relayed connection {} is lost: {} {}", w.name, w.host(),
+                why == SILENT ? "stopped answering" : why == CLOSED ? "no longer has it (closed)"
+                        : "reports it lost beyond itself");
     }
 
     private void receiveAll(DatagramChannel ch) {
@@ -290,21 +416,56 @@ public final class Liveness implements AutoCloseable {
         }
         int type = rx.get(TYPE_OFFSET);
         int role = rx.get(ROLE_OFFSET);
+        int flags = rx.get(FLAGS_OFFSET);
         long id = rx.getLong(ID_OFFSET);
+        long now = System.nanoTime();
+        if (type == PONG) {
+            Watch w = mine(new Key(id, role), from);
+            if (w != null && w.lostWhy == 0) {
+                w.lastHeard = now;
+                w.relayed |= !w.leg() && (flags & RELAY) != 0;
+                if (w.leg() && (flags & KNOWN) != 0) {
+                    w.armed = true;
+                } else if (w.leg() && w.armed) {
+                    lose(w, CLOSED, now);
+                }
+            }
+            return;
+        }
+        Watch w = mine(new Key(id, role).opposite(), from);
         if (type == PING) {
-            send(ch, PONG, role, id, rx.getLong(SEQUENCE_OFFSET), from);
-            // the peer pinging is a sign of life too, for our end of the same connection
-            heard(new Key(id, role == ROLE_CONNECTOR ? ROLE_ACCEPTOR : ROLE_CONNECTOR), from);
-        } else {
-            heard(new Key(id, role), from);
+            // the neighbour pinging is a sign of life too, and shows that it has the connection
+            if (w != null) {
+                w.lastHeard = now;
+                w.armed = true;
+            }
+            int answer = w == null ? 0 : w.leg() ? KNOWN | RELAY : KNOWN;
+            boolean lost = w != null && w.lostWhy != 0;
+            send(ch, lost ? LOST : PONG, lost ? w.key.role() : role, lost ? w.lostWhy : answer, id,
+                    rx.getLong(SEQUENCE_OFFSET), from);
+        } else if (w != null && w.lostWhy == 0) {
+            onLost(w, flags, now);
         }
     }
 
-    private void heard(Key key, InetSocketAddress from) {
-        Watch w = watches.get(key);
-        if (w != null && w.peer.equals(from)) {
-            w.lastHeard = System.nanoTime();
+    /** A LOST from the neighbour {@code w} watches: a relay lost the connection beyond itself. */
+    private void onLost(Watch w, int why, long now) {
+        if (w.leg()) {
+            lose(w, why, now);
+            return;
         }
+        watches.remove(w.key);
+        w.fate.fail("the connection " + (w.behind != null ? "to " + w.behind + " " : "") + "through the relay "
+                + w.host() + " is lost: the relay reports that " + (why == CLOSED
+                ? "the other side no longer has it (closed by its peer)"
+                : "a process beyond it stopped answering (the peer or a further relay is stopped or hung, or its "
+                + "machine or link is down)"));
+    }
+
+    /** The watch under {@code key}, if {@code from} is the neighbour it watches; else null. */
+    private Watch mine(Key key, InetSocketAddress from) {
+        Watch w = watches.get(key);
+        return w != null && w.peer.equals(from) ? w : null;
     }
 
     /** Why a datagram is not one of ours, or null. */
@@ -321,16 +482,17 @@ public final class Liveness implements AutoCloseable {
         }
         int type = d.get(TYPE_OFFSET);
         int role = d.get(ROLE_OFFSET);
-        if ((type != PING && type != PONG) || (role != ROLE_CONNECTOR && role != ROLE_ACCEPTOR)) {
+        if ((type != PING && type != PONG && type != LOST) || (role != ROLE_CONNECTOR && role != ROLE_ACCEPTOR)) {
             return "type " + type + ", role " + role;
         }
         return null;
     }
 
-    private void send(DatagramChannel ch, int type, int role, long id, long sequence, InetSocketAddress to) {
+    private void send(DatagramChannel ch, int type, int role, int flags, long id, long sequence,
+                      InetSocketAddress to) {
         tx.clear();
         tx.putInt(MAGIC_OFFSET, MAGIC).put(VERSION_OFFSET, (byte) VERSION).put(TYPE_OFFSET, (byte) type)
-                .put(ROLE_OFFSET, (byte) role).put(ROLE_OFFSET + 1, (byte) 0).putLong(ID_OFFSET, id)
+                .put(ROLE_OFFSET, (byte) role).put(FLAGS_OFFSET, (byte) flags).putLong(ID_OFFSET, id)
                 .putLong(SEQUENCE_OFFSET, sequence);
         tx.limit(LENGTH);
         try {

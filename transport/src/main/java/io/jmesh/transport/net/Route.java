@@ -38,6 +38,11 @@ public record Route(LocalLink local, ListenAddress peer, int peerIndex, RelayHop
         return via == null ? peer.socketAddress() : via.endpoint();
     }
 
+    /** The process this side's sockets reach first, on the shared link: the peer, or the first relay. */
+    public java.net.InetAddress neighbour() {
+        return via == null ? peer.prefix().address() : via.endpoint().getAddress();
+    }
+
     /** The link's usable speed in Mb/s: the slower of both ends where both are known, 0 when neither is. */
     public long speedMbps() {
         long mine = local.speedMbps();

@@ -175,6 +175,9 @@ public final class RdmaConnect implements io.jmesh.api.Connector {
                                     peer.controlRkey());
                             sender = new CoreSender(fate, relayed.fifo(), ring, relayed, provider::forget);
                             provider.watchEvents(rails, fate); // once the sender exists: its close ends the watch
+                            provider.agent().liveness().watch(handshake.connectionId(), true, first.neighbour(),
+                                    handshake.peerLivenessPort(), first.local().prefix().address(), fate,
+                                    first.peer().prefix().address().getHostAddress());
                             handshake.confirm();
                             return null;
                         }

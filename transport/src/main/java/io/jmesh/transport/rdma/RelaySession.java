@@ -125,6 +125,7 @@ final class RelaySession {
                     + length + " bytes");
         }
         ByteBuffer body = read(length);
+        int upPort = RelayFrames.helloPort(body, 0);
         byte[] nonce = new byte[RelayFrames.NONCE_BYTES];
         body.get(0, nonce);
         byte[] payload = new byte[length - RelayFrames.HELLO_PAYLOAD_OFFSET];
@@ -215,7 +216,8 @@ final class RelaySession {
         ConnectInfo reply = new ConnectInfo(List.of(new ConnectInfo.Rail(up.local(), up.deviceIndex, null)),
                 rr.address, rr.rkey(up.deviceIndex), fromRelay, fromRelay ? (int) chunkBytes : 0,
                 fromRelay ? chunks : 0);
-        send(RelayFrames.accept(RANDOM.nextLong(), listener.acceptorProof(), reply.encode()));
+        long upId = RANDOM.nextLong();
+        send(RelayFrames.accept(upId, listener.acceptorProof(), provider.agent().livenessPort(local), reply.encode()));
         header = read(RelayFrames.HEADER_BYTES);
         problem = RelayFrames.problem(header);
         if (problem != null) {
@@ -241,6 +243,11 @@ final class RelaySession {
                 : p -> new RecordOutlet(p, to.recordBytes(), to.records());
         RelayPipe pipe = new RelayPipe(name, up, from.controlAddress(), from.controlRkey(), down, to.controlAddress(),
                 to.controlRkey(), rr, () -> CloseHelper.closeAll(r, a), intake, outlet);
+        // both neighbours watched from now on: a stopped one is told to the other (LOST), hop by hop to the ends
+        provider.agent().liveness().relay(upId, new InetSocketAddress(remote, upPort), local,
+                listener.connectionId(), new InetSocketAddress(hop == null ? target.getAddress() : hop.neighbour(),
+                        listener.peerLivenessPort()),
+                downLink.prefix().address(), remote.getHostAddress() + " -> " + target.getAddress().getHostAddress());
         VerbsRelay.LOG.info("jmesh relay: relaying {}", name);
         return pipe;
     }

@@ -23,12 +23,17 @@ final class Splice {
     final SocketChannel in;
     final String from;
     final long deadlineNanos;
-    final ByteBuffer request = ByteBuffer.allocate(RelayRequest.BYTES);
+    /** The relay request, and the first bytes after it, which tell a handshake socket from a data socket. */
+    final ByteBuffer request = ByteBuffer.allocate(RelayRequest.BYTES + SpliceGate.PEEK);
     State state = State.REQUEST;
+    /** The request's first {@value RelayRequest#BYTES} bytes were judged acceptable. */
+    boolean requestChecked;
     SelectionKey inKey;
     SelectionKey outKey;
     SocketChannel out;
     InetSocketAddress target;
+    /** The handshake's frames until its READY, null for a data socket (spliced as is once its target is checked). */
+    SpliceGate gate;
     /** in -> out, then out -> in; both in fill mode (position = bytes waiting). */
     private ByteBuffer up;
     private ByteBuffer down;
@@ -43,33 +48,44 @@ final class Splice {
         this.deadlineNanos = deadlineNanos;
     }
 
-    /** Reads the request; true once all of it is here. Reads never go past it: what follows is the next hop's. */
+    /**
+     * Reads the request and the {@value SpliceGate#PEEK} bytes after it (a frame header or the start of a data
+     * socket's header: every socket a connector opens through a relay has at least that many); true once all of it
+     * is here.
+     */
     boolean readRequest() throws IOException {
         if (in.read(request) < 0) {
             throw new IOException("closed before its relay request was complete (" + request.position() + " of "
-                    + RelayRequest.BYTES + " bytes)");
+                    + request.capacity() + " bytes)");
         }
         return !request.hasRemaining();
     }
 
-    /** Starts the onward connect; {@code preamble} (null when the next hop is the destination) goes out first. */
-    void connecting(SocketChannel onward, ByteBuffer preamble) {
+    /**
+     * Starts the onward connect; {@code preamble} (null when the next hop is the destination) goes out first, then
+     * the peeked bytes (a data socket's) unless the gate holds them (a handshake's).
+     */
+    void connecting(SocketChannel onward, ByteBuffer preamble, SpliceGate gate) {
         out = onward;
+        this.gate = gate;
         up = ByteBuffer.allocateDirect(BUFFER_BYTES);
         down = ByteBuffer.allocateDirect(BUFFER_BYTES);
         if (preamble != null) {
             up.put(preamble);
+        }
+        if (gate == null) {
+            up.put(request.slice(RelayRequest.BYTES, SpliceGate.PEEK));
         }
         state = State.CONNECTING;
     }
 
     /** Copies what it can both ways without blocking and sets the interest of both keys; false once done. */
     boolean pump() throws IOException {
-        if (!upEnded && up.hasRemaining()) {
-            upEnded = in.read(up) < 0;
-        }
         if (!downEnded && down.hasRemaining()) {
-            downEnded = out.read(down) < 0;
+            downEnded = (gate == null ? out.read(down) : gate.down(out, down)) < 0;
+        }
+        if (!upEnded && up.hasRemaining() && (gate == null || gate.upReady())) {
+            upEnded = (gate == null ? in.read(up) : gate.up(in, up)) < 0;
         }
         drain(up, out);
         drain(down, in);
@@ -84,7 +100,8 @@ final class Splice {
         if (upShut && downShut) {
             return false;
         }
-        inKey.interestOps((upEnded || !up.hasRemaining() ? 0 : SelectionKey.OP_READ)
+        boolean upHeld = gate != null && !gate.upReady();
+        inKey.interestOps((upEnded || upHeld || !up.hasRemaining() ? 0 : SelectionKey.OP_READ)
                 | (down.position() > 0 ? SelectionKey.OP_WRITE : 0));
         outKey.interestOps((downEnded || !down.hasRemaining() ? 0 : SelectionKey.OP_READ)
                 | (up.position() > 0 ? SelectionKey.OP_WRITE : 0));

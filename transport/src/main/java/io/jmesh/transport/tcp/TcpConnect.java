@@ -121,9 +121,12 @@ public final class TcpConnect implements Connector {
                         sender.close();
                         throw new IllegalStateException("the TCP provider is closed");
                     }
-                    provider.agent().liveness().watch(handshake.connectionId(), true,
-                            route.peer().prefix().address(), handshake.peerLivenessPort(),
-                            route.local().prefix().address(), ((TcpSendWire) sender.wire()).connection());
+                    // the neighbour is who this route says, whatever the ACCEPT claims: the first relay put its
+                    // own liveness port there, and a peer beyond it is no neighbour to ping
+                    provider.agent().liveness().watch(handshake.connectionId(), true, route.neighbour(),
+                            handshake.peerLivenessPort(), route.local().prefix().address(),
+                            ((TcpSendWire) sender.wire()).connection(), route.isRelayed()
+                                    ? route.peer().prefix().address().getHostAddress() : null);
                     LOG.info("connected to {} over {} ({} data sockets)", route.peer().prefix(),
                             route.local().prefix(), ((TcpSendWire) sender.wire()).connection().count());
                     return sender;

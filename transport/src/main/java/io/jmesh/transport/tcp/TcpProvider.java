@@ -96,7 +96,7 @@ public final class TcpProvider implements Provider {
         try {
             relay = TcpRelay.bind(links, context.handshakeTimeout().toNanos(), context.handshakeMaxPending());
             routes = RouteService.start(links, context.routePort(), relay.ports(), context.routes());
-            relay.start(routes.table());
+            relay.start(routes.table(), agent.liveness());
         } catch (IOException | RuntimeException e) {
             CloseHelper.closeAll(e::addSuppressed, routes, relay, agent);
             if (e instanceof RuntimeException r) {

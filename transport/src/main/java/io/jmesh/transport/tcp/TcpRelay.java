@@ -1,5 +1,6 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.route.NextHop;
@@ -51,8 +52,11 @@ final class TcpRelay implements AutoCloseable {
     private final ArrayDeque<Splice> pending = new ArrayDeque<>();
     private final List<Splice> splices = new ArrayList<>();
     private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh relay: ", 20, TimeUnit.SECONDS.toNanos(1));
+    /** Data ports that jmesh listeners announced in an ACCEPT through this relay, until when they may be dialled. */
+    private final Map<InetSocketAddress, Long> dataPorts = new HashMap<>();
     private Thread thread;
     private RouteTable table;
+    private Liveness liveness;
     private volatile boolean running = true;
     private volatile long dropped;
     private volatile String lastDropReason;
@@ -92,8 +96,9 @@ final class TcpRelay implements AutoCloseable {
         return out;
     }
 
-    void start(RouteTable routes) {
+    void start(RouteTable routes, Liveness liveness) {
         this.table = routes;
+        this.liveness = liveness;
         thread = Thread.ofPlatform().daemon().name(THREAD_NAME).start(this::run);
     }
 
@@ -129,7 +134,18 @@ final class TcpRelay implements AutoCloseable {
             Splice s = (Splice) key.attachment();
             try {
                 if (s.state == Splice.State.REQUEST) {
-                    if (s.readRequest()) {
+                    boolean whole = s.readRequest();
+                    if (!s.requestChecked && s.request.position() >= RelayRequest.BYTES) {
+                        // judged as soon as the request is here: a refused one waits for nothing more
+                        String problem = requestProblem(s.request.duplicate().flip());
+                        if (problem != null) {
+                            pending.remove(s);
+                            drop(s, problem);
+                            return;
+                        }
+                        s.requestChecked = true;
+                    }
+                    if (whole) {
                         route(s);
                     }
                 } else if (s.state == Splice.State.CONNECTING) {
@@ -151,10 +167,42 @@ final class TcpRelay implements AutoCloseable {
     }
 
     private void pumpOrClose(Splice s) throws IOException {
-        if (!s.pump()) {
+        boolean open = s.pump();
+        SpliceGate g = s.gate;
+        if (g != null && g.dataPort != 0) {
+            InetSocketAddress data = new InetSocketAddress(s.target.getAddress(), g.dataPort);
+            if (dataPorts.size() < MAX_SPLICES || dataPorts.containsKey(data)) {
+                dataPorts.put(data, System.nanoTime() + timeoutNanos);
+            }
+            g.dataPort = 0;
+        }
+        if (g != null && g.takeCompleted()) {
+            watch(s, g);
+        }
+        if (!open) {
             LOG.debug("jmesh relay: {} done", s);
             s.close();
             splices.remove(s);
+        }
+    }
+
+    /** The handshake passed: both neighbours are watched for as long as the connection lives (see Liveness). */
+    private void watch(Splice s, SpliceGate g) {
+        InetSocketAddress upper = DataSockets.remoteAddress(s.in);
+        InetSocketAddress lower = DataSockets.remoteAddress(s.out);
+        if (upper == null || lower == null) {
+            return;
+        }
+        liveness.relay(g.connectionId, new InetSocketAddress(upper.getAddress(), g.upPort), localOf(s.in),
+                g.connectionId, new InetSocketAddress(lower.getAddress(), g.downPort), localOf(s.out),
+                upper.getAddress().getHostAddress() + " -> " + DataSockets.describe(s.target));
+    }
+
+    private static InetAddress localOf(SocketChannel ch) {
+        try {
+            return ((InetSocketAddress) ch.getLocalAddress()).getAddress();
+        } catch (IOException | RuntimeException e) {
+            return null;
         }
     }
 
@@ -200,6 +248,23 @@ final class TcpRelay implements AutoCloseable {
         }
     }
 
+    /** Why the relay request at the start of {@code r} is refused (malformed, this node, off the mesh), or null. */
+    private String requestProblem(ByteBuffer r) {
+        String problem = RelayRequest.problem(r, 0);
+        if (problem != null) {
+            return problem;
+        }
+        InetSocketAddress target = RelayRequest.target(r, 0);
+        if (table.isOwnAddress(target.getAddress())) {
+            return "it names this relay itself (" + DataSockets.describe(target) + "): connect to it directly";
+        }
+        if (!table.inMesh(target.getAddress(), System.nanoTime())) {
+            return DataSockets.describe(target) + " is not in the mesh: the relay forwards only to its link subnets "
+                    + "and those its routing table reaches";
+        }
+        return null;
+    }
+
     /** Decides where a complete request goes, or drops it with the reason. */
     private void route(Splice s) throws IOException {
         pending.remove(s);
@@ -212,6 +277,13 @@ final class TcpRelay implements AutoCloseable {
         InetSocketAddress target = RelayRequest.target(r, 0);
         int hopsLeft = RelayRequest.hopsLeft(r, 0);
         s.target = target;
+        boolean handshake = SpliceGate.isHello(r, RelayRequest.BYTES);
+        if (!handshake && !dataPortOpen(target, r.getInt(RelayRequest.BYTES))) {
+            drop(s, "it is neither a jmesh handshake nor a data socket for a port that a jmesh listener at "
+                    + DataSockets.describe(target) + " announced through this relay (a relay forwards only to "
+                    + "jmesh listeners)");
+            return;
+        }
         InetAddress t = target.getAddress();
         if (table.isOwnAddress(t)) {
             drop(s, "it names this relay itself (" + DataSockets.describe(target) + "): connect to it directly");
@@ -239,7 +311,8 @@ final class TcpRelay implements AutoCloseable {
             preamble = RelayRequest.of(target, hopsLeft - 1);
         }
         SocketChannel onward = DataSockets.open(via.prefix().address());
-        s.connecting(onward, preamble);
+        s.connecting(onward, preamble, handshake ? new SpliceGate(r.slice(RelayRequest.BYTES, SpliceGate.PEEK),
+                ownPort(s.in), liveness.port(via.prefix().address())) : null);
         splices.add(s);
         s.inKey.interestOps(0);
         try {
@@ -254,15 +327,32 @@ final class TcpRelay implements AutoCloseable {
         }
     }
 
+    /** A data socket may go to a port a jmesh listener announced through this relay within the handshake timeout. */
+    private boolean dataPortOpen(InetSocketAddress target, int magic) {
+        Long until = dataPorts.get(target);
+        return magic == AttachHeader.MAGIC && until != null && System.nanoTime() - until < 0;
+    }
+
+    private int ownPort(SocketChannel ch) {
+        return liveness.port(localOf(ch));
+    }
+
     private void end(Splice s, String why) {
         if (s.state == Splice.State.REQUEST) {
             pending.remove(s);
             drop(s.from, why);
+        } else if (s.state == Splice.State.SPLICING && ordinaryEnd(why)) {
+            // an end closing its connection resets the socket under the other direction's last bytes: not news
+            LOG.debug("jmesh relay: relayed connection {} ended: one end closed it ({})", s, why);
         } else {
             LOG.info("jmesh relay: relayed connection {} ended: {}", s, why);
         }
         splices.remove(s);
         s.close();
+    }
+
+    private static boolean ordinaryEnd(String why) {
+        return why != null && (why.contains("Connection reset") || why.contains("Broken pipe"));
     }
 
     private void expire(long now) {
@@ -272,6 +362,7 @@ final class TcpRelay implements AutoCloseable {
             drop(s.from, "its relay request did not arrive within " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos)
                     + " ms (JMESH_HANDSHAKE_TIMEOUT_MS)");
         }
+        dataPorts.values().removeIf(until -> now - until >= 0);
         for (int i = splices.size() - 1; i >= 0; i--) {
             Splice s = splices.get(i);
             if (s.state == Splice.State.CONNECTING && now - s.deadlineNanos >= 0) {

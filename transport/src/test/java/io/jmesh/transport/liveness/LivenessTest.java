@@ -218,4 +218,56 @@ class LivenessTest {
         Thread.sleep(TIMEOUT.toMillis());
         assertFalse(fate.failed(), fate.error());
     }
+
+    /** An end, a relay and an end on loopback: the ends watch the relay, the relay both ends (its legs). */
+    private Fate[] relayedLine(Liveness connector, Liveness relay, Liveness acceptor) {
+        Fate[] fates = {new Fate(), new Fate()};
+        connector.watch(11, true, LO, relay.port(LO), LO, fates[0], "127.0.0.99");
+        relay.relay(11, new InetSocketAddress(LO, connector.port(LO)), LO, 11,
+                new InetSocketAddress(LO, acceptor.port(LO)), LO, "test line");
+        acceptor.watch(11, false, LO, relay.port(LO), LO, fates[1]);
+        return fates;
+    }
+
+    @Test
+    void aRelayedConnectionLivesAndTheAcceptingEndLearnsItsNeighbourRelays() throws Exception {
+        Liveness a = start(LINK);
+        Liveness b = start(LINK);
+        Liveness c = start(LINK);
+        Fate[] f = relayedLine(a, b, c);
+        Thread.sleep(3 * TIMEOUT.toMillis());
+        assertFalse(f[0].failed(), f[0].error());
+        assertFalse(f[1].failed(), f[1].error());
+        b.close(); // the relay stops: both ends name it
+        await("both ends fail", () -> f[0].failed() && f[1].failed());
+        assertTrue(f[0].error().startsWith("the relay 127.0.0.1 stopped answering; the connection to 127.0.0.99 "
+                + "through it is lost"), f[0].error());
+        assertTrue(f[1].error().startsWith("the relay 127.0.0.1 stopped answering; the connection from the peer "
+                + "behind it is lost"), f[1].error());
+    }
+
+    @Test
+    void aRelayTellsOneEndThatTheOtherStopped() throws Exception {
+        Liveness a = start(LINK);
+        Liveness b = start(LINK);
+        Liveness c = start(LINK);
+        Fate[] f = relayedLine(a, b, c);
+        Thread.sleep(TIMEOUT.toMillis());
+        c.close(); // the far end's process stops; the relay is alive and answers a
+        await("the connector learns it", f[0]::failed);
+        assertTrue(f[0].error().contains("through the relay 127.0.0.1 is lost: the relay reports that a process "
+                + "beyond it stopped answering"), f[0].error());
+    }
+
+    @Test
+    void aRelayTellsOneEndThatTheOtherClosed() throws Exception {
+        Liveness a = start(LINK);
+        Liveness b = start(LINK);
+        Liveness c = start(LINK);
+        Fate[] f = relayedLine(a, b, c);
+        Thread.sleep(TIMEOUT.toMillis()); // the legs see both ends have the connection
+        f[1].fail("closed by the test"); // the accepting end no longer watches: it answers without KNOWN
+        await("the connector learns it", f[0]::failed);
+        assertTrue(f[0].error().contains("the other side no longer has it"), f[0].error());
+    }
 }
