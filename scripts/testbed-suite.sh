@@ -62,10 +62,12 @@ else
         testbed_step junit-single testbed/junit --retry-infra single --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaPortDownTest
         # meshes that are not full, every node to every other through relays: a - b - c (and its relay killed
-        # mid-transfer), a ring of four, and a line of four
+        # mid-transfer, and frozen after a relayed connection outlived its liveness timeout idle and streaming), a
+        # ring of four, and a line of four
         testbed_step junit-line3 testbed/junit --retry-infra line:3 --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaRelayTest \
-            --select-class io.jmesh.transport.rdma.RdmaKilledRelayTest
+            --select-class io.jmesh.transport.rdma.RdmaKilledRelayTest \
+            --select-class io.jmesh.transport.rdma.RdmaFrozenRelayTest
         testbed_step junit-ring4 testbed/junit --retry-infra ring:4 --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaRelayTest
         # a - b - c - d: a reaches d through two relays (b pushes records to c), and c killed mid-transfer

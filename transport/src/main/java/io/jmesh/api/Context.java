@@ -56,6 +56,7 @@ public final class Context {
     private int relayChunks = 8;
     private int eagerThreshold = 0;
     private List<StaticRoute> routes = List.of();
+    private String meshKey;
 
     /** Where each value that is not the default came from: "JMESH_IB_TIMEOUT='40'", "Context.ibTimeout(40)". */
     private final Map<Setting, String> origins = new EnumMap<>(Setting.class);
@@ -98,9 +99,10 @@ public final class Context {
 
     /** Stores a value read from {@code name}, or notes why it does not fit for {@link #conclude()}. */
     private void read(Setting s, String name, String value) {
-        origins.put(s, name + "='" + value + "'");
+        origins.put(s, name + (s == Setting.MESH_KEY ? " (set)" : "='" + value + "'")); // a key is never shown
         try {
             switch (s) {
+                case MESH_KEY -> meshKey = value;
                 case PROVIDER -> provider = value.toLowerCase(Locale.ROOT);
                 case ADDRESSES -> addresses = parseAddresses(value);
                 case ROUTES -> routes = StaticRoute.parseList(value);
@@ -237,6 +239,7 @@ public final class Context {
             case GID_INDEX -> gidIndex.isEmpty() ? "per address" : Integer.toString(gidIndex.getAsInt());
             case ROUTES -> routes.isEmpty() ? "none"
                     : String.join(",", routes.stream().map(StaticRoute::toString).toList());
+            case MESH_KEY -> meshKey == null ? "none" : "set";
             default -> Long.toString(numeric(s));
         };
     }
@@ -519,5 +522,16 @@ public final class Context {
             unreadable.put(Setting.ROUTES, e.getMessage());
         }
         return this;
+    }
+
+    /** The mesh key's text, or null when none is set (see {@link Setting#MESH_KEY}). */
+    public String meshKey() {
+        return meshKey;
+    }
+
+    /** Sets the mesh key, the same on every node; null or empty: none. */
+    public Context meshKey(String key) {
+        meshKey = key == null || key.isEmpty() ? null : key;
+        return set(Setting.MESH_KEY, "meshKey(...)");
     }
 }

@@ -68,7 +68,11 @@ public enum Setting {
                     + "the chunk size)"),
     ROUTES("jmesh.routes", "JMESH_ROUTES", null, "comma-separated SUBNET=NEIGHBOUR entries",
             "static routes that override discovery, e.g. 10.0.3.0/24=10.0.1.2 (peers in 10.0.3.0/24 are reached "
-                    + "through the neighbour 10.0.1.2); unset: discovery alone");
+                    + "through the neighbour 10.0.1.2); unset: discovery alone"),
+    MESH_KEY("jmesh.mesh.key", "JMESH_MESH_KEY", null, "any text, the same on every node",
+            "a key every node of the mesh shares: route adverts and relay requests are signed with it, and "
+                    + "unsigned or forged ones are dropped and logged; unset: none (a host on a link subnet can then "
+                    + "claim routes and use relays, docs/architecture.md)");
 
     private final String property;
     private final String env;

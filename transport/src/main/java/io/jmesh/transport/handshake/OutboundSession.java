@@ -1,6 +1,7 @@
 package io.jmesh.transport.handshake;
 
 import io.jmesh.transport.net.Route;
+import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.RelayRequest;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -64,19 +65,20 @@ final class OutboundSession extends Session {
         // this process's port on the link it dials: the neighbour there (the listener, or the first relay, which
         // watches this node and puts its own port in what it passes on) is who pings it
         int livenessPort = agent.livenessPort(handshake.route().local().prefix().address());
-        send(Frame.HELLO, relayed(handshake.route(), Frame.hello(nonce, livenessPort, payload)));
+        send(Frame.HELLO, relayed(handshake.route(), Frame.hello(nonce, livenessPort, payload),
+                agent.settings().meshKey()));
     }
 
     /**
      * The HELLO, behind a relay request naming the listener when the route goes through a relay: the relay reads the
      * request, connects onwards and passes the challenge and the proofs through, so they are checked end to end.
      */
-    private static ByteBuffer relayed(Route route, ByteBuffer hello) {
+    private static ByteBuffer relayed(Route route, ByteBuffer hello, MeshKey key) {
         if (!route.isRelayed()) {
             return hello;
         }
-        ByteBuffer b = ByteBuffer.allocate(RelayRequest.BYTES + hello.remaining());
-        RelayRequest.encode(b, route.peerSocketAddress(), route.via().hopsLeft());
+        ByteBuffer b = ByteBuffer.allocate(RelayRequest.BYTES + key.requestTrailer() + hello.remaining());
+        RelayRequest.encode(b, route.peerSocketAddress(), route.via().hopsLeft(), key);
         return b.put(hello).flip();
     }
 

@@ -10,6 +10,8 @@ import io.jmesh.transport.discovery.RdmaPort;
 import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.handshake.HandshakeSettings;
 import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.route.RelayPolicy;
+import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.RouteService;
 import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.verbs.DeviceContext;
@@ -125,7 +127,8 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
         HandshakeAgent agent;
         try {
             agent = HandshakeAgent.start(new HandshakeSettings(context.handshakeTimeout(),
-                    context.handshakeMaxPending()), links.stream().map(LocalLink::prefix).toList(),
+                    context.handshakeMaxPending(), MeshKey.of(context.meshKey())),
+                    links.stream().map(LocalLink::prefix).toList(),
                     context.livenessTimeout());
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
@@ -138,7 +141,11 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
                         context.handshakeMaxPending(), context.relayChunkBytes(), context.relayChunks());
             }
             provider.routes = RouteService.start(links, context.routePort(),
-                    provider.relay == null ? Map.of() : provider.relay.ports(), context.routes());
+                    provider.relay == null ? Map.of() : provider.relay.ports(), context.routes(),
+                    agent.settings().meshKey());
+            if (provider.relay != null) {
+                provider.relay.policy(new RelayPolicy(provider.routes.table()));
+            }
         } catch (IOException | RuntimeException e) {
             provider.close();
             throw e instanceof RuntimeException r ? r : new UncheckedIOException("cannot start route discovery: "

@@ -10,6 +10,8 @@ import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.RelayHop;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.route.NextHop;
+import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.route.RelayPolicy;
 import io.jmesh.transport.route.RelayRequest;
 
 import java.io.EOFException;
@@ -102,12 +104,17 @@ final class RelaySession {
         InetAddress local = socket.getLocalAddress();
         InetAddress remote = socket.getInetAddress();
         RdmaProvider provider = relay.provider();
-        LocalLink upLink = provider.linkFor(local);
-        if (upLink == null || !upLink.prefix().contains(remote)) {
-            throw new IOException("not from an address of the link it arrived on (not an open proxy)");
+        String refused = relay.policy().admission(local, remote);
+        if (refused != null) {
+            throw new IOException(refused);
         }
-        ByteBuffer request = read(RelayRequest.BYTES);
+        LocalLink upLink = provider.linkFor(local);
+        MeshKey key = provider.agent().settings().meshKey();
+        ByteBuffer request = read(RelayRequest.BYTES + key.requestTrailer());
         String problem = RelayRequest.problem(request, 0);
+        if (problem == null) {
+            problem = RelayRequest.unsigned(request, 0, key);
+        }
         if (problem != null) {
             throw new IOException(problem);
         }
@@ -141,26 +148,12 @@ final class RelaySession {
                     .getHostAddress() + "; got " + from.rails().size() + " to " + from.rails().getFirst().target());
         }
         boolean fromRelay = from.relay();
-        LocalLink downLink = null;
-        for (LocalLink l : provider.links()) {
-            if (l.prefix().contains(target.getAddress()) && !l.prefix().address().equals(target.getAddress())) {
-                downLink = l;
-                break;
-            }
+        RelayPolicy.Decision d = relay.policy().decide(target, hopsLeft, System.nanoTime());
+        if (d.refusal() != null) {
+            throw new Rejected(d.refusal() + " (" + provider.describeRoutes() + ")");
         }
-        NextHop hop = null;
-        if (downLink == null) {
-            hop = provider.nextHop(target.getAddress());
-            if (hop == null || hop.relayPort() == 0) {
-                throw new Rejected("no link of this node reaches " + target.getAddress().getHostAddress()
-                        + ", and route discovery knows no verbs relay towards it (" + provider.describeRoutes() + ")");
-            }
-            if (hopsLeft <= 1) {
-                throw new Rejected("the route to " + target.getAddress().getHostAddress() + " would go through more "
-                        + "than " + RelayHop.MAX_HOPS + " relays");
-            }
-            downLink = hop.local();
-        }
+        LocalLink downLink = d.link();
+        NextHop hop = d.hop();
         up = provider.endpoint(upLink, RelayLayout.RELAY_CONTROL_BYTES);
         up.connect(from.rails().getFirst().qp());
         down = provider.endpoint(downLink, RelayLayout.RELAY_DOWN_CONTROL_BYTES);
@@ -169,7 +162,7 @@ final class RelaySession {
         ConnectInfo mine = new ConnectInfo(List.of(new ConnectInfo.Rail(down.local(), down.deviceIndex,
                 hop == null ? target.getAddress() : hop.neighbour())), down.control.address(), down.controlMr.rkey(),
                 hop != null, 0, 0);
-        Route onward = new Route(downLink, at, 0, hop == null ? null : hop.relayHop(hopsLeft - 1));
+        Route onward = new Route(downLink, at, 0, hop == null ? null : hop.relayHop(d.hopsLeft()));
         listener = provider.agent().connectOnBehalf(onward, nonce, mine.encode());
         send(RelayFrames.challenge(awaitChallenge()));
         header = read(RelayFrames.HEADER_BYTES);

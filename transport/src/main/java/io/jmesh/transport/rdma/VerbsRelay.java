@@ -4,6 +4,8 @@ import io.jmesh.api.BackoffIdleStrategy;
 import io.jmesh.api.CloseHelper;
 import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.route.PendingRequests;
+import io.jmesh.transport.route.RelayPolicy;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -19,7 +21,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -29,9 +30,9 @@ import java.util.concurrent.locks.LockSupport;
  * #THREAD_NAME}, that drives every relayed connection's {@link RelayPipe}. The data never touches a socket or the
  * CPU: it moves by RDMA READ from the sender and RDMA WRITE to the receiver, through chunks registered on both devices.
  *
- * <p>Not an open proxy: a handshake is taken only from an address of the link it arrives on, and forwarded only to
- * an address of another link's subnet; the listener at the far end checks the connector's secret itself. Closing the
- * relay closes every relayed connection: both of their ends fail.
+ * <p>Who may ask, what for, where it goes and how many may wait are the {@link RelayPolicy} every relay shares; the
+ * listener at the far end checks the connector's secret itself. Closing the relay closes every relayed connection:
+ * both of their ends fail.
  */
 final class VerbsRelay implements AutoCloseable {
     static final String THREAD_NAME = "jmesh-verbs-relay";
@@ -41,7 +42,8 @@ final class VerbsRelay implements AutoCloseable {
     private final long timeoutNanos;
     private final long chunkBytes;
     private final int chunks;
-    private final Semaphore handshakes;
+    private final PendingRequests<Socket> handshakes;
+    private volatile RelayPolicy policy;
     private final Map<InetAddress, ServerSocket> servers = new HashMap<>();
     private final Set<Socket> open = ConcurrentHashMap.newKeySet();
     /** How long the forwarder sleeps at most while it relays nothing (a new pipe wakes it at once). */
@@ -58,7 +60,7 @@ final class VerbsRelay implements AutoCloseable {
     private VerbsRelay(RdmaProvider provider, long timeoutNanos, int maxPending, long chunkBytes, int chunks) {
         this.provider = provider;
         this.timeoutNanos = timeoutNanos;
-        this.handshakes = new Semaphore(maxPending);
+        this.handshakes = new PendingRequests<>(maxPending);
         this.chunkBytes = chunkBytes;
         this.chunks = chunks;
         this.forwarder = Thread.ofPlatform().daemon().name(THREAD_NAME).unstarted(this::forward);
@@ -104,6 +106,19 @@ final class VerbsRelay implements AutoCloseable {
         return provider;
     }
 
+    /** The relay policy over route discovery's table, set once discovery runs (it needs this relay's ports). */
+    void policy(RelayPolicy p) {
+        policy = p;
+    }
+
+    RelayPolicy policy() {
+        RelayPolicy p = policy;
+        if (p == null) {
+            throw new IllegalStateException("the relay is still starting (route discovery is not up yet)");
+        }
+        return p;
+    }
+
     long chunkBytes() {
         return chunkBytes;
     }
@@ -127,11 +142,11 @@ final class VerbsRelay implements AutoCloseable {
                 }
                 continue;
             }
-            if (!handshakes.tryAcquire()) {
-                warnings.warn("dropped a relay handshake from {}: {} are in progress already (the handshake cap)",
-                        s.getRemoteSocketAddress(), "all");
-                CloseHelper.closeAll(e -> { }, s);
-                continue;
+            Socket evicted = handshakes.add(s);
+            if (evicted != null) {  // its session fails on the closed socket and frees what it made
+                warnings.warn("evicted the relay handshake from {}: {} were in progress (JMESH_HANDSHAKE_MAX_PENDING)",
+                        evicted.getRemoteSocketAddress(), handshakes.max());
+                CloseHelper.closeAll(e -> { }, evicted);
             }
             open.add(s);
             Thread t = Thread.ofVirtual().name("jmesh-verbs-relay-handshake").unstarted(() -> {
@@ -146,7 +161,7 @@ final class VerbsRelay implements AutoCloseable {
                     }
                 } finally {
                     open.remove(s);
-                    handshakes.release();
+                    handshakes.remove(s);
                     CloseHelper.closeAll(e -> { }, s);
                     sessions.remove(Thread.currentThread());
                 }

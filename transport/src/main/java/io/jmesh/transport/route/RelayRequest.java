@@ -38,9 +38,38 @@ public final class RelayRequest {
 
     /** A request as a buffer ready to write. */
     public static ByteBuffer of(InetSocketAddress target, int hopsLeft) {
-        ByteBuffer b = ByteBuffer.allocate(BYTES);
-        encode(b, target, hopsLeft);
+        return of(target, hopsLeft, MeshKey.NONE);
+    }
+
+    /** A request and, with a mesh key, its MAC ({@link MeshKey#requestTrailer()} bytes), ready to write. */
+    public static ByteBuffer of(InetSocketAddress target, int hopsLeft, MeshKey key) {
+        ByteBuffer b = ByteBuffer.allocate(BYTES + key.requestTrailer());
+        encode(b, target, hopsLeft, key);
         return b.flip();
+    }
+
+    /** Writes a request for {@code target} and, with a key, its MAC at {@code out}'s position, advancing it. */
+    public static void encode(ByteBuffer out, InetSocketAddress target, int hopsLeft, MeshKey key) {
+        int start = out.position();
+        encode(out, target, hopsLeft);
+        if (key.isSet()) {
+            out.put(key.requestMac(out.duplicate().limit(out.position()).position(start)));
+        }
+    }
+
+    /**
+     * Why the request at {@code at} is not signed by {@code key}, or null when it is (or there is no key). The caller
+     * read {@link #BYTES} plus {@link MeshKey#requestTrailer()} bytes there.
+     */
+    public static String unsigned(ByteBuffer in, int at, MeshKey key) {
+        if (!key.isSet()) {
+            return null;
+        }
+        byte[] mac = new byte[MeshKey.MAC_BYTES];
+        in.get(at + BYTES, mac);
+        return MeshKey.matches(key.requestMac(in.slice(at, BYTES)), mac) ? null
+                : "its relay request is not signed with this node's mesh key (a node without JMESH_MESH_KEY or "
+                + "with another, or a host that is no mesh node; set the same key on every node)";
     }
 
     /** The request's target, from {@value #BYTES} bytes at {@code at}; null when malformed (see {@link #problem}). */

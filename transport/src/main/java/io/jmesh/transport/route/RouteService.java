@@ -64,6 +64,10 @@ public final class RouteService implements AutoCloseable {
     private final Map<InetAddress, Integer> relayPorts;
     private final RouteTable table;
     private final long nodeId = RANDOM.nextLong();
+    private final MeshKey key;
+    /** With a key: this round's probe nonce and the last round's (answers may arrive a round late). */
+    private byte[] nonce = new byte[MeshKey.NONCE_BYTES];
+    private byte[] lastNonce = new byte[MeshKey.NONCE_BYTES];
     private final long startNanos = System.nanoTime();
     private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh route: ", 10, TimeUnit.SECONDS.toNanos(10));
     private final ByteBuffer in = ByteBuffer.allocateDirect(RouteFrame.MAX_BYTES + 1);
@@ -76,7 +80,10 @@ public final class RouteService implements AutoCloseable {
     private volatile long dropped;
 
     private RouteService(List<LocalLink> links, int routePort, Map<InetAddress, Integer> relayPorts,
-                         List<StaticRoute> statics) throws IOException {
+                         List<StaticRoute> statics, MeshKey key) throws IOException {
+        this.key = key;
+        RANDOM.nextBytes(nonce);
+        RANDOM.nextBytes(lastNonce);
         this.links = List.copyOf(links);
         this.routePort = routePort;
         this.relayPorts = Map.copyOf(relayPorts);
@@ -93,6 +100,12 @@ public final class RouteService implements AutoCloseable {
      */
     public static RouteService start(List<LocalLink> links, int routePort, Map<InetAddress, Integer> relayPorts,
                                      List<StaticRoute> statics) throws IOException {
+        return start(links, routePort, relayPorts, statics, MeshKey.NONE);
+    }
+
+    /** As above; with {@code key} set, adverts are signed and only signed answers to this node's probes count. */
+    public static RouteService start(List<LocalLink> links, int routePort, Map<InetAddress, Integer> relayPorts,
+                                     List<StaticRoute> statics, MeshKey key) throws IOException {
         for (StaticRoute s : statics) {
             if (links.stream().noneMatch(l -> l.prefix().contains(s.neighbour()))) {
                 throw new IllegalArgumentException("the static route " + s + " names a neighbour on none of this "
@@ -100,7 +113,7 @@ public final class RouteService implements AutoCloseable {
                         + "neighbour's address on a link this node shares with it (JMESH_ROUTES)");
             }
         }
-        RouteService service = new RouteService(links, routePort, relayPorts, statics);
+        RouteService service = new RouteService(links, routePort, relayPorts, statics, key);
         try {
             if (routePort != 0) {
                 service.bind();
@@ -232,6 +245,12 @@ public final class RouteService implements AutoCloseable {
 
     /** Probes every host of each link's subnet ({@code sweep}) or only the neighbours known there. */
     private void probeRound(boolean sweep, long now) {
+        if (key.isSet()) {
+            byte[] used = lastNonce;
+            lastNonce = nonce;
+            nonce = used;
+            RANDOM.nextBytes(nonce);
+        }
         for (int i = 0; i < askers.size(); i++) {
             DatagramChannel asker = askers.get(i);
             LocalLink l = (LocalLink) asker.keyFor(selector).attachment();
@@ -259,7 +278,7 @@ public final class RouteService implements AutoCloseable {
         if (target == null || table.isOwnAddress(target)) {
             return;
         }
-        RouteFrame.probe(out, nodeId);
+        RouteFrame.probe(out, nodeId, key, nonce);
         try {
             asker.send(out, new InetSocketAddress(target, routePort));
         } catch (IOException | RuntimeException e) {
@@ -288,7 +307,7 @@ public final class RouteService implements AutoCloseable {
 
     private void handle(DatagramChannel ch, boolean isAsker, InetSocketAddress from) {
         Decoded d = in.remaining() > RouteFrame.MAX_BYTES ? Decoded.bad("longer than " + RouteFrame.MAX_BYTES
-                + " bytes") : RouteFrame.decode(in);
+                + " bytes") : RouteFrame.decode(in, key);
         if (d.problem() != null) {
             drop(from, d.problem());
             return;
@@ -301,13 +320,17 @@ public final class RouteService implements AutoCloseable {
             return;
         }
         if (!isAsker && d.type() == RouteFrame.PROBE) {
-            answer(ch, from, d.nodeId());
+            answer(ch, from, d.nodeId(), d.nonce());
             if (!table.knows(from.getAddress(), System.nanoTime())) {
                 probeBack((LocalLink) ch.keyFor(selector).attachment(), from.getAddress());
             }
         } else if (isAsker && d.type() == RouteFrame.ADVERT) {
             if (table.isOwnAddress(from.getAddress())) {
                 return; // another process of this node: same links, nothing to learn
+            }
+            if (d.nonce() != null && !MeshKey.matches(d.nonce(), nonce) && !MeshKey.matches(d.nonce(), lastNonce)) {
+                drop(from, "a signed advert that answers none of this node's last probes (replayed?)");
+                return;
             }
             table.heard(from.getAddress(), d.nodeId(), d.links(), d.reach(), System.nanoTime());
         } else {
@@ -330,12 +353,12 @@ public final class RouteService implements AutoCloseable {
         }
     }
 
-    private void answer(DatagramChannel ch, InetSocketAddress to, long askerId) {
+    private void answer(DatagramChannel ch, InetSocketAddress to, long askerId, byte[] probeNonce) {
         List<Link> mine = new ArrayList<>(links.size());
         for (LocalLink l : links) {
             mine.add(new Link(l.prefix(), relayPorts.getOrDefault(l.prefix().address(), 0)));
         }
-        RouteFrame.advert(out, nodeId, mine, table.advertFor(askerId, System.nanoTime()));
+        RouteFrame.advert(out, nodeId, mine, table.advertFor(askerId, System.nanoTime()), key, probeNonce);
         try {
             ch.send(out, to);
         } catch (IOException | RuntimeException e) {

@@ -73,6 +73,16 @@ public final class RouteTable {
         return null;
     }
 
+    /** This node's link whose own address is {@code address}, or null. */
+    public LocalLink ownLink(InetAddress address) {
+        for (LocalLink l : local) {
+            if (l.prefix().address().equals(address)) {
+                return l;
+            }
+        }
+        return null;
+    }
+
     public boolean isOwnAddress(InetAddress address) {
         for (LocalLink l : local) {
             if (l.prefix().address().equals(address)) {

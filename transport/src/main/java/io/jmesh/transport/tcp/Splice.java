@@ -23,8 +23,12 @@ final class Splice {
     final SocketChannel in;
     final String from;
     final long deadlineNanos;
-    /** The relay request, and the first bytes after it, which tell a handshake socket from a data socket. */
-    final ByteBuffer request = ByteBuffer.allocate(RelayRequest.BYTES + SpliceGate.PEEK);
+    /**
+     * The relay request with its mesh key's MAC (if any), and the first bytes after it, which tell a handshake
+     * socket from a data socket; those start at {@code peekAt}.
+     */
+    final ByteBuffer request;
+    final int peekAt;
     State state = State.REQUEST;
     /** The request's first {@value RelayRequest#BYTES} bytes were judged acceptable. */
     boolean requestChecked;
@@ -42,7 +46,9 @@ final class Splice {
     private boolean upShut;
     private boolean downShut;
 
-    Splice(SocketChannel in, String from, long deadlineNanos) {
+    Splice(SocketChannel in, String from, long deadlineNanos, int trailer) {
+        this.peekAt = RelayRequest.BYTES + trailer;
+        this.request = ByteBuffer.allocate(peekAt + SpliceGate.PEEK);
         this.in = in;
         this.from = from;
         this.deadlineNanos = deadlineNanos;
@@ -74,7 +80,7 @@ final class Splice {
             up.put(preamble);
         }
         if (gate == null) {
-            up.put(request.slice(RelayRequest.BYTES, SpliceGate.PEEK));
+            up.put(request.slice(peekAt, SpliceGate.PEEK));
         }
         state = State.CONNECTING;
     }

@@ -6,6 +6,7 @@ import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.OutboundHandshake;
 import io.jmesh.transport.net.ListenHandle;
 import io.jmesh.transport.net.Route;
+import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.RelayRequest;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -180,8 +181,9 @@ public final class TcpConnect implements Connector {
             sockets[i] = DataSockets.open(local);
             ByteBuffer header = new AttachHeader(i, sockets.length, token).encode();
             if (route.isRelayed()) {
-                ByteBuffer b = ByteBuffer.allocate(RelayRequest.BYTES + header.remaining());
-                RelayRequest.encode(b, target, RelayRequest.MAX_HOPS);
+                MeshKey key = provider.agent().settings().meshKey();
+                ByteBuffer b = ByteBuffer.allocate(RelayRequest.BYTES + key.requestTrailer() + header.remaining());
+                RelayRequest.encode(b, target, RelayRequest.MAX_HOPS, key);
                 header = b.put(header).flip();
             }
             greetings[i] = header;

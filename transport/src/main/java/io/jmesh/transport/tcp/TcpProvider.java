@@ -11,6 +11,7 @@ import io.jmesh.transport.net.LocalLink;
 import io.jmesh.transport.net.NoRouteException;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
+import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.RouteService;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -86,7 +87,8 @@ public final class TcpProvider implements Provider {
         HandshakeAgent agent;
         try {
             agent = HandshakeAgent.start(new HandshakeSettings(context.handshakeTimeout(),
-                    context.handshakeMaxPending()), links.stream().map(LocalLink::prefix).toList(),
+                    context.handshakeMaxPending(), MeshKey.of(context.meshKey())),
+                    links.stream().map(LocalLink::prefix).toList(),
                     context.livenessTimeout());
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
@@ -94,8 +96,10 @@ public final class TcpProvider implements Provider {
         TcpRelay relay = null;
         RouteService routes = null;
         try {
-            relay = TcpRelay.bind(links, context.handshakeTimeout().toNanos(), context.handshakeMaxPending());
-            routes = RouteService.start(links, context.routePort(), relay.ports(), context.routes());
+            relay = TcpRelay.bind(links, context.handshakeTimeout().toNanos(), context.handshakeMaxPending(),
+                    agent.settings().meshKey());
+            routes = RouteService.start(links, context.routePort(), relay.ports(), context.routes(),
+                    agent.settings().meshKey());
             relay.start(routes.table(), agent.liveness());
         } catch (IOException | RuntimeException e) {
             CloseHelper.closeAll(e::addSuppressed, routes, relay, agent);

@@ -3,7 +3,9 @@ package io.jmesh.transport.tcp;
 import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.route.NextHop;
+import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.route.PendingRequests;
+import io.jmesh.transport.route.RelayPolicy;
 import io.jmesh.transport.route.RelayRequest;
 import io.jmesh.transport.route.RouteTable;
 import org.apache.logging.log4j.LogManager;
@@ -18,7 +20,6 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -28,15 +29,16 @@ import java.util.concurrent.TimeUnit;
 /**
  * The TCP relay of one fabric: a relay endpoint on each link address, and one selector thread, {@value #THREAD_NAME},
  * that splices relayed sockets ({@link Splice}). A socket to the endpoint starts with a {@link RelayRequest} naming
- * where it goes; the relay connects onwards, to the destination when a local link shares its subnet, else to the next
- * relay that the {@link RouteTable} names (with one hop fewer), and then copies bytes both ways. The end-to-end
- * protocol (handshake with the listener's secret, attach headers, frames) passes through untouched.
+ * where it goes; who may ask, what for, where it goes and how many may wait are the {@link RelayPolicy} every relay
+ * shares (the next relay is asked with one hop fewer). A handshake socket's frames pass through a {@link SpliceGate}
+ * (in the protocol's order, this relay's liveness port in each HELLO and ACCEPT) and then its bytes as they come; a
+ * data socket goes only to a port a jmesh listener announced through this relay, then as is. The end-to-end protocol
+ * (the challenge and proofs of the listener's secret, attach headers, frames) is checked by the ends, not here.
  *
- * <p>Not an open proxy: it takes sockets only from its own link subnets and forwards only to addresses inside the
- * mesh (its link subnets or one its table reaches), never to itself. A request that is malformed, late (the handshake
- * timeout) or refused is dropped with a rate-limited WARN; pending requests are capped (the oldest is evicted) and
- * relayed sockets too, so a flood of hostile sockets cannot block relayed or direct connections. Closing the relay
- * closes every relayed socket: both ends see their connection end at once.
+ * <p>A request that is malformed, late (the handshake timeout) or refused is dropped with a rate-limited WARN;
+ * pending requests are capped (the oldest is evicted) and relayed sockets too, so a flood of hostile sockets cannot
+ * block relayed or direct connections. Closing the relay closes every relayed socket: both ends see their connection
+ * end at once.
  */
 final class TcpRelay implements AutoCloseable {
     static final String THREAD_NAME = "jmesh-relay";
@@ -49,28 +51,31 @@ final class TcpRelay implements AutoCloseable {
     private final int maxPending;
     private final Selector selector;
     private final Map<InetAddress, ServerSocketChannel> servers = new HashMap<>();
-    private final ArrayDeque<Splice> pending = new ArrayDeque<>();
+    private final PendingRequests<Splice> pending;
+    private final MeshKey key;
     private final List<Splice> splices = new ArrayList<>();
     private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh relay: ", 20, TimeUnit.SECONDS.toNanos(1));
     /** Data ports that jmesh listeners announced in an ACCEPT through this relay, until when they may be dialled. */
     private final Map<InetSocketAddress, Long> dataPorts = new HashMap<>();
     private Thread thread;
-    private RouteTable table;
+    private RelayPolicy policy;
     private Liveness liveness;
     private volatile boolean running = true;
     private volatile long dropped;
     private volatile String lastDropReason;
 
-    private TcpRelay(List<LocalLink> links, long timeoutNanos, int maxPending) throws IOException {
+    private TcpRelay(List<LocalLink> links, long timeoutNanos, int maxPending, MeshKey key) throws IOException {
+        this.key = key;
         this.links = List.copyOf(links);
         this.timeoutNanos = timeoutNanos;
         this.maxPending = maxPending;
+        this.pending = new PendingRequests<>(maxPending);
         this.selector = Selector.open();
     }
 
     /** Binds an endpoint on each link address (an ephemeral port); {@link #start} begins relaying. */
-    static TcpRelay bind(List<LocalLink> links, long timeoutNanos, int maxPending) throws IOException {
-        TcpRelay relay = new TcpRelay(links, timeoutNanos, maxPending);
+    static TcpRelay bind(List<LocalLink> links, long timeoutNanos, int maxPending, MeshKey key) throws IOException {
+        TcpRelay relay = new TcpRelay(links, timeoutNanos, maxPending, key);
         try {
             for (LocalLink l : links) {
                 InetAddress a = l.prefix().address();
@@ -97,7 +102,7 @@ final class TcpRelay implements AutoCloseable {
     }
 
     void start(RouteTable routes, Liveness liveness) {
-        this.table = routes;
+        this.policy = new RelayPolicy(routes);
         this.liveness = liveness;
         thread = Thread.ofPlatform().daemon().name(THREAD_NAME).start(this::run);
     }
@@ -135,7 +140,7 @@ final class TcpRelay implements AutoCloseable {
             try {
                 if (s.state == Splice.State.REQUEST) {
                     boolean whole = s.readRequest();
-                    if (!s.requestChecked && s.request.position() >= RelayRequest.BYTES) {
+                    if (!s.requestChecked && s.request.position() >= s.peekAt) {
                         // judged as soon as the request is here: a refused one waits for nothing more
                         String problem = requestProblem(s.request.duplicate().flip());
                         if (problem != null) {
@@ -220,9 +225,10 @@ final class TcpRelay implements AutoCloseable {
             }
             String from = DataSockets.remote(ch);
             InetSocketAddress remote = DataSockets.remoteAddress(ch);
-            if (remote == null || table.linkTo(remote.getAddress()) == null) {
+            String refused = policy.admission(localOf(ch), remote == null ? null : remote.getAddress());
+            if (refused != null) {
                 DataSockets.closeQuietly(ch);
-                drop(from, "it comes from outside this node's link subnets (a relay serves only its neighbours)");
+                drop(from, refused);
                 continue;
             }
             if (splices.size() + pending.size() >= MAX_SPLICES) {
@@ -230,20 +236,20 @@ final class TcpRelay implements AutoCloseable {
                 drop(from, "this relay already carries its limit of " + MAX_SPLICES + " sockets");
                 continue;
             }
-            if (pending.size() >= maxPending) {
-                Splice victim = pending.poll();
-                victim.close();
-                drop(victim.from, "evicted: " + maxPending + " relay requests were pending "
-                        + "(JMESH_HANDSHAKE_MAX_PENDING)");
-            }
-            Splice s = new Splice(ch, from, System.nanoTime() + timeoutNanos);
+            Splice s = new Splice(ch, from, System.nanoTime() + timeoutNanos, key.requestTrailer());
             try {
                 ch.configureBlocking(false);
                 DataSockets.configure(ch);
                 s.inKey = ch.register(selector, SelectionKey.OP_READ, s);
-                pending.add(s);
             } catch (IOException e) {
                 s.close();
+                continue;
+            }
+            Splice victim = pending.add(s);
+            if (victim != null) {
+                victim.close();
+                drop(victim.from, "evicted: " + maxPending + " relay requests were pending "
+                        + "(JMESH_HANDSHAKE_MAX_PENDING)");
             }
         }
     }
@@ -251,18 +257,10 @@ final class TcpRelay implements AutoCloseable {
     /** Why the relay request at the start of {@code r} is refused (malformed, this node, off the mesh), or null. */
     private String requestProblem(ByteBuffer r) {
         String problem = RelayRequest.problem(r, 0);
-        if (problem != null) {
-            return problem;
+        if (problem == null) {
+            problem = RelayRequest.unsigned(r, 0, key);
         }
-        InetSocketAddress target = RelayRequest.target(r, 0);
-        if (table.isOwnAddress(target.getAddress())) {
-            return "it names this relay itself (" + DataSockets.describe(target) + "): connect to it directly";
-        }
-        if (!table.inMesh(target.getAddress(), System.nanoTime())) {
-            return DataSockets.describe(target) + " is not in the mesh: the relay forwards only to its link subnets "
-                    + "and those its routing table reaches";
-        }
-        return null;
+        return problem != null ? problem : policy.refusal(RelayRequest.target(r, 0), System.nanoTime());
     }
 
     /** Decides where a complete request goes, or drops it with the reason. */
@@ -277,41 +275,23 @@ final class TcpRelay implements AutoCloseable {
         InetSocketAddress target = RelayRequest.target(r, 0);
         int hopsLeft = RelayRequest.hopsLeft(r, 0);
         s.target = target;
-        boolean handshake = SpliceGate.isHello(r, RelayRequest.BYTES);
-        if (!handshake && !dataPortOpen(target, r.getInt(RelayRequest.BYTES))) {
+        boolean handshake = SpliceGate.isHello(r, s.peekAt);
+        if (!handshake && !dataPortOpen(target, r.getInt(s.peekAt))) {
             drop(s, "it is neither a jmesh handshake nor a data socket for a port that a jmesh listener at "
                     + DataSockets.describe(target) + " announced through this relay (a relay forwards only to "
                     + "jmesh listeners)");
             return;
         }
-        InetAddress t = target.getAddress();
-        if (table.isOwnAddress(t)) {
-            drop(s, "it names this relay itself (" + DataSockets.describe(target) + "): connect to it directly");
+        RelayPolicy.Decision d = policy.decide(target, hopsLeft, System.nanoTime());
+        if (d.refusal() != null) {
+            drop(s, d.refusal());
             return;
         }
-        LocalLink direct = table.linkTo(t);
-        InetSocketAddress next = target;
-        LocalLink via = direct;
-        ByteBuffer preamble = null;
-        if (direct == null) {
-            NextHop hop = table.nextHop(t, System.nanoTime());
-            if (hop == null) {
-                drop(s, DataSockets.describe(target) + " is not in the mesh: the relay forwards only to its link "
-                        + "subnets and those its routing table reaches");
-                return;
-            }
-            if (hop.relayPort() == 0 || hopsLeft <= 1) {
-                drop(s, "cannot pass it on towards " + DataSockets.describe(target) + ": " + (hopsLeft <= 1
-                        ? "its hop limit is used up" : "the next node " + hop.neighbour().getHostAddress()
-                        + " runs no TCP relay"));
-                return;
-            }
-            via = hop.local();
-            next = new InetSocketAddress(hop.neighbour(), hop.relayPort());
-            preamble = RelayRequest.of(target, hopsLeft - 1);
-        }
+        LocalLink via = d.link();
+        InetSocketAddress next = d.next();
+        ByteBuffer preamble = d.hop() == null ? null : RelayRequest.of(target, d.hopsLeft(), key);
         SocketChannel onward = DataSockets.open(via.prefix().address());
-        s.connecting(onward, preamble, handshake ? new SpliceGate(r.slice(RelayRequest.BYTES, SpliceGate.PEEK),
+        s.connecting(onward, preamble, handshake ? new SpliceGate(r.slice(s.peekAt, SpliceGate.PEEK),
                 ownPort(s.in), liveness.port(via.prefix().address())) : null);
         splices.add(s);
         s.inKey.interestOps(0);
@@ -356,7 +336,7 @@ final class TcpRelay implements AutoCloseable {
     }
 
     private void expire(long now) {
-        while (!pending.isEmpty() && now - pending.peek().deadlineNanos >= 0) {
+        while (pending.oldest() != null && now - pending.oldest().deadlineNanos >= 0) {
             Splice s = pending.poll();
             s.close();
             drop(s.from, "its relay request did not arrive within " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos)
@@ -405,10 +385,9 @@ final class TcpRelay implements AutoCloseable {
     }
 
     private void closeAll() {
-        for (Splice s : pending) {
+        for (Splice s; (s = pending.poll()) != null; ) {
             s.close();
         }
-        pending.clear();
         for (Splice s : splices) {
             s.close();
         }

@@ -26,6 +26,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 import static io.jmesh.transport.rdma.RdmaTestbedSupport.STEP;
 import static io.jmesh.transport.rdma.RdmaTestbedSupport.assertResourcesBackTo;
@@ -57,6 +58,7 @@ class RdmaRelayTest {
     private static final long[] GROUP = {7, (1 << 20) + 9, 0};
     private static final int[] GROUP_TAGS = {100, 101, 102};
     private static final long SLACK = 64;
+    private static final long LIVENESS_MS = 5_000;
 
     @Test
     void everyNodeReachesEveryOtherThroughRelaysWithCheckedData() throws Exception {
@@ -71,7 +73,10 @@ class RdmaRelayTest {
         Map<String, Long> before = RdmaTestbedSupport.rdmaResources();
 
         // a relayed handshake waits for the far listener's accept too: 30 s, for four TCG guests on a small host
-        Fabric fabric = Fabric.open(new Context().provider("rdma").handshakeTimeoutMs(30_000));
+        // liveness well below the traffic's length: relayed connections must outlive it (they used to be pinged
+        // end to end on TCP, and fail after one timeout); 5 s, since TCG guests may stall for a second or two
+        Fabric fabric = Fabric.open(new Context().provider("rdma").handshakeTimeoutMs(30_000)
+                .livenessTimeoutMs(LIVENESS_MS));
         List<AutoCloseable> open = new ArrayList<>();
         Arena arena = Arena.ofShared();
         boolean passed = false;
@@ -92,6 +97,7 @@ class RdmaRelayTest {
             PeerConnections<String> mesh = Connections.connectAll(fabric, listener, handles, STEP,
                     IdleStrategy.controlPlane());
             open.add(mesh);
+            long connected = System.nanoTime();
             for (String p : mesh.peers()) {
                 String route = mesh.route(p);
                 System.out.println(me + " -> " + p + " over " + route);
@@ -188,6 +194,16 @@ class RdmaRelayTest {
             }
             System.out.println(me + ": checked " + (SIZES.length + GROUP.length) + " messages from each of " + peers
                     + " (" + peers.stream().filter(p -> !neighbours.contains(p)).toList() + " relayed)");
+            long ran = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - connected);
+            if (ran < 2 * LIVENESS_MS) {
+                Thread.sleep(2 * LIVENESS_MS - ran); // the rest idle: past two timeouts in all
+            }
+            for (String p : peers) {
+                assertEquals(null, mesh.sender(p).error(), me + " -> " + p + " after " + ran + " ms of traffic");
+                assertEquals(null, mesh.receiver(p).error(), p + " -> " + me + " after " + ran + " ms of traffic");
+            }
+            System.out.println(me + ": traffic ran " + ran + " ms, liveness " + LIVENESS_MS + " ms; every connection "
+                    + "up");
             // 5. a peer nobody reaches (asked last: while a connect waits for a route, this node accepts nothing)
             ListenHandle nowhere = new ListenHandle(0, 7, List.of(new ListenAddress(
                     IpPrefix.parse("192.168.250.9/24"), 4791, 0)));

@@ -177,4 +177,28 @@ class TcpRelayDefenceTest {
                 e.getMessage());
         assertEquals(1, a.routes().table().neighbourCount(System.nanoTime()));
     }
+
+    @Test
+    void withAMeshKeyRelayedConnectionsWorkAndAnUnsignedRequestIsDropped() throws Exception {
+        RelayMesh keyed = new RelayMesh("127.78");
+        mesh = keyed;
+        String k = Setting.MESH_KEY.property();
+        TcpProvider a = keyed.node(1, new int[] {1}, k, "the mesh's key");
+        TcpProvider b = keyed.node(2, new int[] {1, 2}, k, "the mesh's key");
+        TcpProvider c = keyed.node(3, new int[] {2}, k, "the mesh's key");
+        TcpListener l = keyed.listen(c);
+        TcpTestSupport.Pair p = keyed.connect(a, l);
+        assertTrue(keyed.lastRoute.contains("via 127.78.1.2"), keyed.lastRoute);
+        transfer(p, a, c, 1 << 20, 9);
+        // a neighbour without the key asks b to relay to c's listener: dropped before b dials anything
+        InetSocketAddress target = ListenHandle.decode(l.handle()).addresses().getFirst().socketAddress();
+        long before = b.relay().dropped();
+        ByteBuffer unsigned = ByteBuffer.allocate(RelayRequest.BYTES + 64); // what follows: a HELLO, say
+        rawSocket(keyed.address(1, 7), endpoint(b, keyed.address(1, 2)), unsigned.put(RelayRequest.of(target, 8))
+                .clear());
+        await("the unsigned request dropped", () -> b.relay().dropped() > before);
+        assertTrue(b.relay().lastDropReason().contains("not signed with this node's mesh key"),
+                b.relay().lastDropReason());
+        transfer(p, a, c, 70_001, 10); // the relayed connection goes on
+    }
 }

@@ -1,0 +1,90 @@
+package io.jmesh.transport.route;
+
+import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.transport.net.LocalLink;
+import io.jmesh.transport.route.RouteFrame.Link;
+import io.jmesh.transport.route.RouteFrame.Reach;
+import org.junit.jupiter.api.Test;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The one relay policy, without a socket: a node b on links 10.0.1.0/24 and 10.0.2.0/24, whose neighbour 10.0.2.3
+ * reaches 10.0.3.0/24 and runs a relay on port 7000; who may ask b, what for, and where each request goes.
+ */
+class RelayPolicyTest {
+    private static final LocalLink ONE = LocalLink.tcp(IpPrefix.parse("10.0.1.2/24"), 0);
+    private static final LocalLink TWO = LocalLink.tcp(IpPrefix.parse("10.0.2.2/24"), 0);
+
+    private static InetAddress ip(String a) {
+        try {
+            return InetAddress.getByName(a);
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static RelayPolicy policy(int relayPort) {
+        RouteTable table = new RouteTable(List.of(ONE, TWO), List.of(), 1_000_000_000L);
+        table.heard(ip("10.0.2.3"), 9, List.of(new Link(IpPrefix.parse("10.0.2.3/24"), relayPort),
+                new Link(IpPrefix.parse("10.0.3.3/24"), relayPort)), List.of(new Reach(IpPrefix.parse("10.0.4.0/24"),
+                1)), 0);
+        return new RelayPolicy(table);
+    }
+
+    @Test
+    void onlyANeighbourOnTheLinkItArrivesOnMayAsk() {
+        RelayPolicy p = policy(7000);
+        assertNull(p.admission(ip("10.0.1.2"), ip("10.0.1.1")));
+        assertTrue(p.admission(ip("10.0.1.2"), ip("10.0.2.3")).contains("outside this node's link subnets"),
+                "a neighbour of the other link, arriving on this one");
+        assertTrue(p.admission(ip("10.0.1.2"), ip("192.168.1.1")).contains("outside"));
+        assertTrue(p.admission(ip("10.0.9.9"), ip("10.0.1.1")).contains("outside"), "not an address of this node");
+    }
+
+    @Test
+    void aTargetOnALinkGoesStraightThere() {
+        RelayPolicy.Decision d = policy(7000).decide(new InetSocketAddress(ip("10.0.2.7"), 5000), 8, 0);
+        assertNull(d.refusal());
+        assertSame(TWO, d.link());
+        assertNull(d.hop());
+        assertEquals(new InetSocketAddress(ip("10.0.2.7"), 5000), d.next());
+    }
+
+    @Test
+    void aTargetBeyondGoesToTheNextRelayWithOneHopFewer() {
+        RelayPolicy.Decision d = policy(7000).decide(new InetSocketAddress(ip("10.0.4.5"), 5000), 8, 0);
+        assertNull(d.refusal(), d.refusal());
+        assertSame(TWO, d.link());
+        assertEquals(new InetSocketAddress(ip("10.0.2.3"), 7000), d.next());
+        assertEquals(7, d.hopsLeft());
+    }
+
+    @Test
+    void refusalsNameTheirReason() {
+        RelayPolicy p = policy(7000);
+        assertTrue(p.decide(new InetSocketAddress(ip("10.0.1.2"), 5000), 8, 0).refusal().contains("this relay itself"));
+        assertTrue(p.decide(new InetSocketAddress(ip("172.16.0.1"), 5000), 8, 0).refusal().contains("not in the mesh"));
+        assertTrue(p.decide(new InetSocketAddress(ip("10.0.4.5"), 5000), 1, 0).refusal().contains("hop limit"));
+        assertTrue(policy(0).decide(new InetSocketAddress(ip("10.0.4.5"), 5000), 8, 0).refusal()
+                .contains("runs no relay"));
+    }
+
+    @Test
+    void pendingRequestsEvictTheOldest() {
+        PendingRequests<String> pending = new PendingRequests<>(2);
+        assertNull(pending.add("a"));
+        assertNull(pending.add("b"));
+        assertEquals("a", pending.add("c"));
+        assertTrue(pending.remove("b"));
+        assertEquals("c", pending.oldest());
+        assertEquals(1, pending.size());
+    }
+}
