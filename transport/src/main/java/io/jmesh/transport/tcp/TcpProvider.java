@@ -97,7 +97,8 @@ public final class TcpProvider implements Provider {
         RouteService routes = null;
         try {
             relay = TcpRelay.bind(links, context.handshakeTimeout().toNanos(), context.handshakeMaxPending(),
-                    agent.settings().meshKey());
+                    agent.settings().meshKey(), Math.min(context.tcpThreads(),
+                            Runtime.getRuntime().availableProcessors()));
             routes = RouteService.start(links, context.routePort(), relay.ports(), context.routes(),
                     agent.settings().meshKey());
             relay.start(routes.table(), agent.liveness());

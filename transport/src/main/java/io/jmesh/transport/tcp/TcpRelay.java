@@ -20,15 +20,17 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The TCP relay of one fabric: a relay endpoint on each link address, and one selector thread, {@value #THREAD_NAME},
- * that splices relayed sockets ({@link Splice}). A socket to the endpoint starts with a {@link RelayRequest} naming
+ * The TCP relay of one fabric: a relay endpoint on each link address; one thread, {@value #THREAD_NAME}, that accepts
+ * relayed sockets, reads their requests and routes them; and several {@link SpliceWorker}s that connect them onwards
+ * and splice them ({@link Splice}). A socket to the endpoint starts with a {@link RelayRequest} naming
  * where it goes; who may ask, what for, where it goes and how many may wait are the {@link RelayPolicy} every relay
  * shares (the next relay is asked with one hop fewer). A handshake socket's frames pass through a {@link SpliceGate}
  * (in the protocol's order, this relay's liveness port in each HELLO and ACCEPT) and then its bytes as they come; a
@@ -53,10 +55,13 @@ final class TcpRelay implements AutoCloseable {
     private final Map<InetAddress, ServerSocketChannel> servers = new HashMap<>();
     private final PendingRequests<Splice> pending;
     private final MeshKey key;
-    private final List<Splice> splices = new ArrayList<>();
+    /** Relayed sockets handed to the workers and not yet ended. */
+    private final AtomicInteger splices = new AtomicInteger();
+    private final SpliceWorker[] workers;
+    private int nextWorker;
     private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh relay: ", 20, TimeUnit.SECONDS.toNanos(1));
     /** Data ports that jmesh listeners announced in an ACCEPT through this relay, until when they may be dialled. */
-    private final Map<InetSocketAddress, Long> dataPorts = new HashMap<>();
+    private final Map<InetSocketAddress, Long> dataPorts = new ConcurrentHashMap<>();
     private Thread thread;
     private RelayPolicy policy;
     private Liveness liveness;
@@ -64,8 +69,10 @@ final class TcpRelay implements AutoCloseable {
     private volatile long dropped;
     private volatile String lastDropReason;
 
-    private TcpRelay(List<LocalLink> links, long timeoutNanos, int maxPending, MeshKey key) throws IOException {
+    private TcpRelay(List<LocalLink> links, long timeoutNanos, int maxPending, MeshKey key, int threads)
+            throws IOException {
         this.key = key;
+        this.workers = new SpliceWorker[Math.max(1, threads)];
         this.links = List.copyOf(links);
         this.timeoutNanos = timeoutNanos;
         this.maxPending = maxPending;
@@ -74,9 +81,13 @@ final class TcpRelay implements AutoCloseable {
     }
 
     /** Binds an endpoint on each link address (an ephemeral port); {@link #start} begins relaying. */
-    static TcpRelay bind(List<LocalLink> links, long timeoutNanos, int maxPending, MeshKey key) throws IOException {
-        TcpRelay relay = new TcpRelay(links, timeoutNanos, maxPending, key);
+    static TcpRelay bind(List<LocalLink> links, long timeoutNanos, int maxPending, MeshKey key, int threads)
+            throws IOException {
+        TcpRelay relay = new TcpRelay(links, timeoutNanos, maxPending, key, threads);
         try {
+            for (int i = 0; i < relay.workers.length; i++) {
+                relay.workers[i] = new SpliceWorker(relay, i);
+            }
             for (LocalLink l : links) {
                 InetAddress a = l.prefix().address();
                 if (!a.isLinkLocalAddress() && !relay.servers.containsKey(a)) {
@@ -104,6 +115,9 @@ final class TcpRelay implements AutoCloseable {
     void start(RouteTable routes, Liveness liveness) {
         this.policy = new RelayPolicy(routes);
         this.liveness = liveness;
+        for (SpliceWorker w : workers) {
+            w.start();
+        }
         thread = Thread.ofPlatform().daemon().name(THREAD_NAME).start(this::run);
     }
 
@@ -153,42 +167,36 @@ final class TcpRelay implements AutoCloseable {
                     if (whole) {
                         route(s);
                     }
-                } else if (s.state == Splice.State.CONNECTING) {
-                    if (s.out.finishConnect()) {
-                        s.state = Splice.State.SPLICING;
-                        LOG.debug("jmesh relay: relaying {}", s);
-                        pumpOrClose(s);
-                    }
-                } else if (s.state == Splice.State.SPLICING) {
-                    pumpOrClose(s);
                 }
             } catch (IOException e) {
-                end(s, s.state == Splice.State.CONNECTING ? "cannot connect onwards to "
-                        + DataSockets.describe(s.target) + ": " + e.getMessage() : e.getMessage());
+                pending.remove(s);
+                drop(s, e.getMessage());
             }
         } catch (CancelledKeyException ignored) {
             // closed while its event was pending
         }
     }
 
-    private void pumpOrClose(Splice s) throws IOException {
-        boolean open = s.pump();
-        SpliceGate g = s.gate;
-        if (g != null && g.dataPort != 0) {
+    /**
+     * A worker pumped a handshake socket: a data port its listener announced may now be dialled, and once its READY
+     * passed both neighbours are watched. Any worker thread.
+     */
+    void gatePassed(Splice s, SpliceGate g) {
+        if (g.dataPort != 0) {
             InetSocketAddress data = new InetSocketAddress(s.target.getAddress(), g.dataPort);
             if (dataPorts.size() < MAX_SPLICES || dataPorts.containsKey(data)) {
                 dataPorts.put(data, System.nanoTime() + timeoutNanos);
             }
             g.dataPort = 0;
         }
-        if (g != null && g.takeCompleted()) {
+        if (g.takeCompleted()) {
             watch(s, g);
         }
-        if (!open) {
-            LOG.debug("jmesh relay: {} done", s);
-            s.close();
-            splices.remove(s);
-        }
+    }
+
+    /** A worker's splice ended. */
+    void spliceEnded() {
+        splices.decrementAndGet();
     }
 
     /** The handshake passed: both neighbours are watched for as long as the connection lives (see Liveness). */
@@ -231,7 +239,7 @@ final class TcpRelay implements AutoCloseable {
                 drop(from, refused);
                 continue;
             }
-            if (splices.size() + pending.size() >= MAX_SPLICES) {
+            if (splices.get() + pending.size() >= MAX_SPLICES) {
                 DataSockets.closeQuietly(ch);
                 drop(from, "this relay already carries its limit of " + MAX_SPLICES + " sockets");
                 continue;
@@ -293,18 +301,9 @@ final class TcpRelay implements AutoCloseable {
         SocketChannel onward = DataSockets.open(via.prefix().address());
         s.connecting(onward, preamble, handshake ? new SpliceGate(r.slice(s.peekAt, SpliceGate.PEEK),
                 ownPort(s.in), liveness.port(via.prefix().address())) : null);
-        splices.add(s);
-        s.inKey.interestOps(0);
-        try {
-            boolean done = onward.connect(next);
-            s.outKey = onward.register(selector, SelectionKey.OP_CONNECT, s);
-            if (done) {
-                s.state = Splice.State.SPLICING;
-                pumpOrClose(s);
-            }
-        } catch (IOException e) {
-            end(s, "cannot connect onwards to " + DataSockets.describe(next) + ": " + e.getMessage());
-        }
+        s.inKey.cancel(); // its worker's selector takes it from here
+        splices.incrementAndGet();
+        workers[nextWorker++ % workers.length].adopt(s, next);
     }
 
     /** A data socket may go to a port a jmesh listener announced through this relay within the handshake timeout. */
@@ -317,24 +316,6 @@ final class TcpRelay implements AutoCloseable {
         return liveness.port(localOf(ch));
     }
 
-    private void end(Splice s, String why) {
-        if (s.state == Splice.State.REQUEST) {
-            pending.remove(s);
-            drop(s.from, why);
-        } else if (s.state == Splice.State.SPLICING && ordinaryEnd(why)) {
-            // an end closing its connection resets the socket under the other direction's last bytes: not news
-            LOG.debug("jmesh relay: relayed connection {} ended: one end closed it ({})", s, why);
-        } else {
-            LOG.info("jmesh relay: relayed connection {} ended: {}", s, why);
-        }
-        splices.remove(s);
-        s.close();
-    }
-
-    private static boolean ordinaryEnd(String why) {
-        return why != null && (why.contains("Connection reset") || why.contains("Broken pipe"));
-    }
-
     private void expire(long now) {
         while (pending.oldest() != null && now - pending.oldest().deadlineNanos >= 0) {
             Splice s = pending.poll();
@@ -343,13 +324,6 @@ final class TcpRelay implements AutoCloseable {
                     + " ms (JMESH_HANDSHAKE_TIMEOUT_MS)");
         }
         dataPorts.values().removeIf(until -> now - until >= 0);
-        for (int i = splices.size() - 1; i >= 0; i--) {
-            Splice s = splices.get(i);
-            if (s.state == Splice.State.CONNECTING && now - s.deadlineNanos >= 0) {
-                end(s, "the next hop " + DataSockets.describe(s.target) + " did not accept within the handshake "
-                        + "timeout");
-            }
-        }
     }
 
     private void drop(Splice s, String why) {
@@ -382,16 +356,17 @@ final class TcpRelay implements AutoCloseable {
         if (thread == null) {
             closeAll();
         }
+        for (SpliceWorker w : workers) {
+            if (w != null) {
+                w.close();
+            }
+        }
     }
 
     private void closeAll() {
         for (Splice s; (s = pending.poll()) != null; ) {
             s.close();
         }
-        for (Splice s : splices) {
-            s.close();
-        }
-        splices.clear();
         servers.values().forEach(DataSockets::closeQuietly);
         DataSockets.closeQuietly(selector);
     }
