@@ -6,14 +6,41 @@
 # Needs the install layout with its bundled runtime (scripts/nccl-runtime.sh) and torch with transformers (PYTHON,
 # default /opt/torch/.venv/bin/python). Writes logs and JSON results to OUT (default target/tp-inference).
 #   usage: scripts/tp-inference-bench.sh
+# PLACEMENT (unset: the above, over the machine's own interface) puts the jmesh run's ranks on a loopback mesh of
+# scripts/relay-lib.sh instead, one jmesh run per placement in the list: relay (2 ranks, every connection through a
+# `jmesh relay` process, which needs the jmesh command's jar: see there), ring or ring-diag (4 ranks on a switchless
+# ring; ring-diag puts half of NCCL's ring edges on diagonals that a third rank relays), direct (NRANKS ranks, default
+# as the others or 2, on one subnet). Every rank is then a node of its own (NCCL_HOSTID), in the Socket run too,
+# which has as many ranks. The placements of one run must agree on the number of ranks.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 PLUGIN_DIR=${PLUGIN_DIR:-$ROOT/nccl-shim/target/nccl-plugin}
 PYTHON=${PYTHON:-/opt/torch/.venv/bin/python}
 OUT=${OUT:-$ROOT/target/tp-inference}
 MODEL=${MODEL:-/tmp/jmesh-tp-model}
+PLACEMENT=${PLACEMENT:-}
 mkdir -p "$OUT"
 status=0
+NPROC=2
+if [ -n "$PLACEMENT" ]; then
+    . "$ROOT/scripts/relay-lib.sh"
+    jmesh_relay_trap
+    NPROC=${NRANKS:-}
+    for p in $PLACEMENT; do
+        case $p in
+            relay) n=2 ;;
+            ring | ring-diag) n=4 ;;
+            direct) continue ;;
+            *) echo "unknown placement '$p' (relay, ring, ring-diag or direct)"; exit 2 ;;
+        esac
+        [ -z "$NPROC" ] || [ "$NPROC" -eq $n ] \
+            || { echo "PLACEMENT='$PLACEMENT' mixes 2 and 4 ranks: run them apart"; exit 2; }
+        NPROC=$n
+    done
+    NPROC=${NPROC:-2}
+    # each rank a node of its own, in every run of this job; the loopback meshes exist only for the TCP provider
+    export JMESH_BENCH_HOSTID=jmesh-tp JMESH_PROVIDER=tcp
+fi
 
 # Never let NVLink multicast start: these three stay set in every environment started from here.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -21,26 +48,54 @@ export JMESH_JAVA_HOME=${JMESH_JAVA_HOME:-$PLUGIN_DIR/jre} JMESH_PROVIDER=${JMES
 [ -f "$PLUGIN_DIR/libnccl-net-jmesh.so" ] || { echo "no plugin in $PLUGIN_DIR (build it: mvn package -pl nccl-shim -am)"; exit 2; }
 [ -x "$JMESH_JAVA_HOME/bin/java" ] || { echo "no Java runtime at $JMESH_JAVA_HOME (scripts/nccl-runtime.sh)"; exit 2; }
 [ -f "$MODEL/model.safetensors" ] || "$PYTHON" "$ROOT/scripts/tp_inference.py" --make --model "$MODEL" || exit 2
+if [ "$NPROC" -ne 2 ]; then
+    gpus=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null) || gpus=0
+    [ "$gpus" -ge "$NPROC" ] \
+        || { echo "$NPROC tensor-parallel ranks need $NPROC GPUs, this machine has $gpus"; exit 2; }
+fi
 
 echo "== one GPU: the reference"
 CUDA_VISIBLE_DEVICES=0 "$PYTHON" "$ROOT/scripts/tp_inference.py" --reference --model "$MODEL" --out "$OUT" \
     --label single > "$OUT/single.log" 2>&1 || { echo "the one-GPU run FAILED"; tail -30 "$OUT/single.log"; exit 1; }
 grep -E '^single:' "$OUT/single.log"
 
-tp() { # label, then environment assignments; NCCL must go through a network transport between the two GPUs
+tp() { # label, then environment assignments; NCCL must go through a network transport between the GPUs
     local label=$1
     shift
-    echo "== two ranks, tensor-parallel: $label ($*)"
+    echo "== $NPROC ranks, tensor-parallel: $label ($*)"
     env "$@" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET timeout 300 \
-        "$PYTHON" -m torch.distributed.run --nproc_per_node=2 --master_port=$((29500 + RANDOM % 1000)) \
+        "$PYTHON" -m torch.distributed.run --nproc_per_node=$NPROC --master_port=$((29500 + RANDOM % 1000)) \
         "$ROOT/scripts/tp_inference.py" --model "$MODEL" --out "$OUT" --label "$label" > "$OUT/$label.log" 2>&1
     local rc=$?
     grep -E "^$label:" "$OUT/$label.log"
     grep -m2 -E 'Loaded net plugin|Using network|jmesh NCCL plugin' "$OUT/$label.log"
     if [ $rc -ne 0 ]; then echo "$label FAILED (exit $rc)"; tail -40 "$OUT/$label.log"; status=1; fi
 }
-tp jmesh NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-grep -q 'Loaded net plugin jmesh' "$OUT/jmesh.log" || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
+JMESH_ENV=(NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+if [ -z "$PLACEMENT" ]; then
+    tp jmesh "${JMESH_ENV[@]}"
+    grep -q 'Loaded net plugin jmesh' "$OUT/jmesh.log" \
+        || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
+fi
+for p in $PLACEMENT; do
+    jmesh_placement "$p" "$NPROC" || exit 2
+    if [ -n "$PLACEMENT_RELAY" ]; then
+        jmesh_relay_start "$PLACEMENT_RELAY" "$OUT/jmesh-$p-relay.log" \
+            || { echo "jmesh-$p FAILED: no relay"; status=1; continue; }
+    fi
+    tp "jmesh-$p" "${JMESH_ENV[@]}" JMESH_BENCH_ADDRESSES="$PLACEMENT_ADDRESSES"
+    if [ -n "$PLACEMENT_RELAY" ]; then
+        jmesh_relay_alive || { echo "jmesh-$p: the jmesh relay process died during the run"; status=1; }
+        jmesh_relay_stop
+    fi
+    grep -q 'Loaded net plugin jmesh' "$OUT/jmesh-$p.log" \
+        || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
+    relayed=$(grep -c 'connected on dev.*through a relay node' "$OUT/jmesh-$p.log")
+    echo "jmesh-$p: $(grep -c 'connected on dev' "$OUT/jmesh-$p.log") plugin connects, $relayed through a relay node"
+    case $p in
+        relay | ring-diag) [ "$relayed" -gt 0 ] || { echo "jmesh-$p: no connection went through a relay"; status=1; } ;;
+    esac
+done
 tp socket NCCL_NET_PLUGIN=none NCCL_NET=Socket
 echo "results in $OUT"
 exit $status

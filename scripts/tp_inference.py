@@ -11,6 +11,9 @@ compares its tokens (identical) and logits (max |difference| within --tolerance)
     python scripts/tp_inference.py --reference --model DIR --out OUT --label single
     torchrun --nproc_per_node=2 scripts/tp_inference.py --model DIR --out OUT --label jmesh
 
+Under a placement (JMESH_BENCH_ADDRESSES, JMESH_BENCH_HOSTID: scripts/jmesh_rank_env.py) each rank takes its own
+JMESH_ADDRESSES and NCCL_HOSTID before the process group starts.
+
 Times each decoding step (CUDA-synchronised) after a warm-up generation; rank 0 prints one result line and writes
 <out>/<label>.json: tokens per second, per-token latency (median, p90), time to the first token.
 """
@@ -76,8 +79,11 @@ def main():
 
     from transformers import AutoModelForCausalLM
     tp = not args.reference
+    placed = {}
     if tp:
         local_rank = int(os.environ["LOCAL_RANK"])
+        import jmesh_rank_env
+        placed = jmesh_rank_env.apply(local_rank)  # before from_pretrained starts the process group and NCCL
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
         model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32, tp_plan="auto")
@@ -95,6 +101,8 @@ def main():
     result = {"label": args.label, "ranks": world, "new_tokens": len(tokens), "first_token_ms": times[0] * 1e3,
               "tokens_per_s": len(decode) / sum(decode), "token_ms_median": statistics.median(decode) * 1e3,
               "token_ms_p90": sorted(decode)[int(0.9 * (len(decode) - 1))] * 1e3, "tokens": tokens}
+    if placed:
+        result["placement"] = os.environ.get("JMESH_BENCH_ADDRESSES")
     status = 0
     if rank == 0 and args.out:
         os.makedirs(args.out, exist_ok=True)

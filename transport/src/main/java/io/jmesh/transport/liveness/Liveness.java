@@ -382,9 +382,12 @@ public final class Liveness implements AutoCloseable {
             p.lastHeard = now;
             send(p.socket, LOST, p.key.role(), why, p.key.connectionId(), 0, p.peer);
         }
-        LOG.info("jmesh relay: the relayed connection {} is lost: {} {}", w.name, w.host(),
-                why == SILENT ? "stopped answering" : why == CLOSED ? "no longer has it (closed)"
-                        : "reports it lost beyond itself");
+        if (why == CLOSED) { // an end closed it: what every relayed connection does at the end of a job
+            LOG.debug("jmesh relay: the relayed connection {} ended: {} closed it", w.name, w.host());
+        } else {
+            LOG.info("jmesh relay: the relayed connection {} is lost: {} {}", w.name, w.host(),
+                    why == SILENT ? "stopped answering" : "reports it lost beyond itself");
+        }
     }
 
     private void receiveAll(DatagramChannel ch) {
