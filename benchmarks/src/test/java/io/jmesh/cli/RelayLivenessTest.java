@@ -226,7 +226,9 @@ class RelayLivenessTest {
         if (how.equals("STOP")) {
             assertTrue(line.s.error().contains("the relay " + B1 + " stopped answering")
                     && line.s.error().contains(C), line.s.error());
-            assertTrue(line.r.error().contains("the relay " + B2 + " stopped answering"), line.r.error());
+            // the accepting end knows its neighbour relays once a datagram of the relay's said so; the relay may
+            // stop before one arrived, and then the error names its address as the process that stopped
+            assertTrue(line.r.error().contains(B2) && line.r.error().contains("stopped answering"), line.r.error());
         }
     }
 }

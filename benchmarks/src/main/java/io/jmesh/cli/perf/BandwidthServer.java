@@ -6,6 +6,7 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 
 import java.io.IOException;
+import java.util.Arrays;
 
 import static io.jmesh.cli.perf.Requests.RING;
 
@@ -87,7 +88,7 @@ final class BandwidthServer {
             if (progress) {
                 lastProgress = now;
             } else if ((spin & 255) == 0) {
-                if (oob.ready()) {
+                if (lines.pending(oob, now, lastProgress)) {
                     String line = lines.control(oob);
                     if (line == null) {
                         // answered
@@ -100,10 +101,14 @@ final class BandwidthServer {
                         waiting = true;
                     }
                     lastProgress = now;
-                } else if (waiting && now - lastProgress > timeoutNs) {
+                } else if (now - lastProgress > timeoutNs) {
+                    // not only while the client waits for "done": a client that vanished mid-stream says nothing
+                    if (!waiting) {
+                        throw lines.silent("received " + Arrays.toString(done) + " messages");
+                    }
                     throw new IOException("no message arrived for " + o.timeout().toSeconds() + " s although the "
-                            + "client sent " + java.util.Arrays.toString(target) + " (received "
-                            + java.util.Arrays.toString(done) + "): the link stalled");
+                            + "client sent " + Arrays.toString(target) + " (received " + Arrays.toString(done)
+                            + "): the link stalled");
                 }
             }
         }

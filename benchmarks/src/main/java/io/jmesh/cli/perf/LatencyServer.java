@@ -76,7 +76,7 @@ final class LatencyServer {
             }
             if ((spin & 8191) == 0 && t != 1) { // the check is a syscall: rarely, between echoes
                 long now = System.nanoTime();
-                if (oob.ready()) {
+                if (lines.pending(oob, now, lastProgress)) {
                     String line = lines.control(oob);
                     if (line == null) {
                         // answered
@@ -90,8 +90,9 @@ final class LatencyServer {
                         target = ServerLines.echoTarget(line, echoed);
                     }
                     lastProgress = now;
-                } else if (target >= 0 && now - lastProgress > timeoutNs) {
-                    throw lines.stalled(echoed, target);
+                } else if (now - lastProgress > timeoutNs) {
+                    // not only while the client waits for "done": a client that vanished mid-run says nothing
+                    throw target >= 0 ? lines.stalled(echoed, target) : lines.silent("echoed " + echoed);
                 }
             }
         }
@@ -130,7 +131,7 @@ final class LatencyServer {
             }
             if ((spin & 8191) == 0 && !got) { // the check is a syscall: rarely, between echoes
                 long now = System.nanoTime();
-                if (oob.ready()) {
+                if (lines.pending(oob, now, lastProgress)) {
                     String line = lines.control(oob);
                     if (line == null) {
                         // answered
@@ -145,8 +146,9 @@ final class LatencyServer {
                         target = ServerLines.echoTarget(line, echoed);
                     }
                     lastProgress = now;
-                } else if (target >= 0 && now - lastProgress > timeoutNs) {
-                    throw lines.stalled(echoed, target);
+                } else if (now - lastProgress > timeoutNs) {
+                    // not only while the client waits for "done": a client that vanished mid-run says nothing
+                    throw target >= 0 ? lines.stalled(echoed, target) : lines.silent("echoed " + echoed);
                 }
             }
         }

@@ -31,6 +31,11 @@ public final class Oob implements AutoCloseable {
     private final OutputStream out;
     private final String peer;
     private final byte[] line = new byte[MAX_LINE];
+    /** What {@link #probe} read ahead for the next {@link #receive}: a byte, -1 (the end), or {@link #NOTHING}. */
+    private int peeked = NOTHING;
+    /** The reset {@link #probe} ran into, thrown by the next {@link #receive}. */
+    private SocketException peekFailure;
+    private static final int NOTHING = -2;
 
     private Oob(Socket socket, Duration timeout) throws IOException {
         this.socket = socket;
@@ -132,7 +137,7 @@ public final class Oob implements AutoCloseable {
         while (true) {
             int c;
             try {
-                c = in.read();
+                c = next();
             } catch (SocketTimeoutException e) {
                 throw new IOException("the peer " + peer + " sent nothing for " + socket.getSoTimeout() / 1000
                         + " s: it is stuck or was stopped (raise --timeout for slow links)", e);
@@ -168,9 +173,51 @@ public final class Oob implements AutoCloseable {
         return fields(l, verb);
     }
 
-    /** True when a line (or the end of the stream) is waiting: a cheap check for loops that must not block. */
+    /** The next byte: one {@link #probe} read ahead first; the end it saw stays the end. */
+    private int next() throws IOException {
+        if (peekFailure != null) {
+            throw peekFailure;
+        }
+        int c = peeked;
+        if (c == NOTHING) {
+            return in.read();
+        }
+        if (c >= 0) {
+            peeked = NOTHING;
+        }
+        return c;
+    }
+
+    /**
+     * True when a line is waiting: a cheap check for loops that must not block. It cannot tell a peer that closed
+     * the connection or died from a quiet one (the kernel's count of unread bytes is 0 for both): {@link #probe} can.
+     */
     public boolean ready() throws IOException {
-        return in.available() > 0;
+        return peeked != NOTHING || peekFailure != null || in.available() > 0;
+    }
+
+    /**
+     * {@link #ready}, and where nothing waits, whether the peer has gone: then it is true and the next {@link
+     * #receive} says how. Only a read sees the end of the stream or a reset, so this one reads, waiting up to a
+     * millisecond for a byte (kept for {@code receive}): call it where a loop is idle anyway, not on a measured path.
+     */
+    public boolean probe() throws IOException {
+        if (ready()) {
+            return true;
+        }
+        int timeout = socket.getSoTimeout();
+        socket.setSoTimeout(1);
+        try {
+            peeked = in.read();
+            return true;
+        } catch (SocketTimeoutException quiet) {
+            return false;                                   // connected, with nothing to say
+        } catch (SocketException e) {
+            peekFailure = e;
+            return true;
+        } finally {
+            socket.setSoTimeout(timeout);
+        }
     }
 
     /** {@code verb key=value key=value}: the fields, or an exception naming what was expected. */

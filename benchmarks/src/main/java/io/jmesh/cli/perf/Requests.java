@@ -28,6 +28,10 @@ final class Requests {
      */
     static final int LAT_AHEAD = 32;
 
+    /** Why a request can stay unfinished for --timeout, and what to do: for both ends. */
+    private static final String STUCK = ": the peer is stopped, hung or gone, or the link stalled; see the other "
+            + "end's output (raise --timeout for slow links)";
+
     private final PerfOptions o;
 
     Requests(PerfOptions o) {
@@ -88,7 +92,7 @@ final class Requests {
                 if (start == 0) {
                     start = now;
                 } else if (now - start > o.timeout().toNanos()) {
-                    throw new IOException("the peer posted no receive for " + o.timeout().toSeconds() + " s");
+                    throw new IOException("the peer posted no receive for " + o.timeout().toSeconds() + " s" + STUCK);
                 }
             }
         }
@@ -108,7 +112,7 @@ final class Requests {
                 if (start == 0) {
                     start = now;
                 } else if (now - start > o.timeout().toNanos()) {
-                    throw new IOException("a send did not complete for " + o.timeout().toSeconds() + " s");
+                    throw new IOException("a send did not complete for " + o.timeout().toSeconds() + " s" + STUCK);
                 }
             }
         }
@@ -123,7 +127,7 @@ final class Requests {
         long start = System.nanoTime();
         while ((req = s.write(reg, 0, size, remote, remoteOffset)) == Status.NOT_READY) {
             if (System.nanoTime() - start > o.timeout().toNanos()) {
-                throw new IOException("write stayed NOT_READY for " + o.timeout().toSeconds() + " s");
+                throw new IOException("write stayed NOT_READY for " + o.timeout().toSeconds() + " s" + STUCK);
             }
         }
         if (req == Status.BAD_ARGUMENT) {

@@ -40,7 +40,8 @@ import org.apache.logging.log4j.Logger;
  * <pre>
  *  0 u32 magic 0x4A4D4C56 "JMLV"   4 u8 version 2   5 u8 type (PING 1, PONG 2, LOST 3)
  *  6 u8 role (PING, LOST: the sender's end; PONG: the pinger's, echoed)
- *  7 u8 flags (PONG: KNOWN 1 the answerer has this connection, RELAY 2 it relays it; LOST: why, SILENT 1, CLOSED 2)
+ *  7 u8 flags (PING, PONG: RELAY 2 the sender relays this connection; PONG: KNOWN 1 the answerer has it;
+ *              LOST: why, SILENT 1, CLOSED 2)
  *  8 u64 connection id (the handshake's, as this hop saw it)    16 u64 sequence (echoed)
  * </pre>
  * A PONG or LOST answer is never larger than what asked for it; datagrams are taken only from addresses of the link
@@ -349,7 +350,8 @@ public final class Liveness implements AutoCloseable {
                 }
             } else {
                 if (now - w.nextPing >= 0) {
-                    send(w.socket, PING, w.key.role(), 0, w.key.connectionId(), ++w.sequence, w.peer);
+                    send(w.socket, PING, w.key.role(), w.leg() ? RELAY : 0, w.key.connectionId(), ++w.sequence,
+                            w.peer);
                     w.nextPing = now + intervalNanos;
                 }
                 soonest = Math.min(soonest, Math.min(w.nextPing - now, w.lastHeard + timeoutNanos - now + 1));
@@ -363,6 +365,8 @@ public final class Liveness implements AutoCloseable {
         String tail = "; JMESH_LIVENESS_TIMEOUT_MS, now " + TimeUnit.NANOSECONDS.toMillis(timeoutNanos)
                 + ", sets how long to wait)";
         if (!w.relayed) {
+            // an accepting end learns that its neighbour relays from the neighbour's datagrams: a relay that stops
+            // before the first of them reached it is named by its address alone
             return "the peer stopped answering: no sign of life from the process at " + w.host() + " " + waited
                     + "it is stopped or hung, its machine is down, or the link is" + tail;
         }
@@ -441,6 +445,7 @@ public final class Liveness implements AutoCloseable {
             if (w != null) {
                 w.lastHeard = now;
                 w.armed = true;
+                w.relayed |= !w.leg() && (flags & RELAY) != 0;
             }
             int answer = w == null ? 0 : w.leg() ? KNOWN | RELAY : KNOWN;
             boolean lost = w != null && w.lostWhy != 0;

@@ -37,7 +37,7 @@ class MeshKeyRouteTest {
         }
     }
 
-    /** Answers every probe on 127.77.1.9's route port with an advert claiming 127.77.9.0/24, signed with {@code key}. */
+    /** Answers every probe on 127.77.1.9's route port with an advert claiming 127.77.9.0/24, signed by {@code key}. */
     private static Thread forger(DatagramChannel ch, MeshKey key) {
         return Thread.ofPlatform().daemon().start(() -> {
             ByteBuffer in = ByteBuffer.allocate(RouteFrame.MAX_BYTES + 1);
