@@ -58,7 +58,7 @@ class RdmaRelayTest {
     private static final long[] GROUP = {7, (1 << 20) + 9, 0};
     private static final int[] GROUP_TAGS = {100, 101, 102};
     private static final long SLACK = 64;
-    private static final long LIVENESS_MS = 5_000;
+    private static final long LIVENESS_MS = 10_000;
 
     @Test
     void everyNodeReachesEveryOtherThroughRelaysWithCheckedData() throws Exception {
@@ -74,7 +74,7 @@ class RdmaRelayTest {
 
         // a relayed handshake waits for the far listener's accept too: 30 s, for four TCG guests on a small host
         // liveness well below the traffic's length: relayed connections must outlive it (they used to be pinged
-        // end to end on TCP, and fail after one timeout); 5 s, since TCG guests may stall for a second or two
+        // end to end on TCP, and fail after one timeout); 10 s, since four TCG guests on a small host may stall
         Fabric fabric = Fabric.open(new Context().provider("rdma").handshakeTimeoutMs(30_000)
                 .livenessTimeoutMs(LIVENESS_MS));
         List<AutoCloseable> open = new ArrayList<>();
