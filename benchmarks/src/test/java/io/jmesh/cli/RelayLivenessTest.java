@@ -35,8 +35,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * A line a - b - c on loopback subnets, with b a separate process running 'jmesh relay' and liveness at 1 s on every
  * node: a relayed connection idle for five timeouts and then streaming for five more fails nothing (it used to fail
  * after one: the connector pinged c, which is no neighbour of it); b frozen (SIGSTOP) or killed mid-stream fails both
- * ends within two timeouts, each naming the relay. The bounds are the issue's promise (two timeouts) with a second
- * of grace for a loaded machine; every other wait is a hang guard.
+ * ends within two timeouts, each naming the relay. That bound has 4 s of grace for a loaded machine: it is a deadline
+ * that only a missing watch (a hang, or a 30 s default) can miss, not a speed check; every other wait is a hang guard.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class RelayLivenessTest {
@@ -207,7 +207,7 @@ class RelayLivenessTest {
         int rq = line.waiting(2);
         signal(how);
         long stopped = System.nanoTime();
-        long bound = 2 * TIMEOUT_MS + 1_000;
+        long bound = 2 * TIMEOUT_MS + 4_000;
         int[] st = {0, 0};
         // the sender keeps offering a message no receive matches (NOT_READY) until its connection fails
         await("both ends fail once the relay is " + how, 30_000, () -> {
@@ -218,7 +218,7 @@ class RelayLivenessTest {
         long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stopped);
         System.out.println("relay " + how + ": both ends failed after " + took + " ms\n  sender: " + line.s.error()
                 + "\n  receiver: " + line.r.error());
-        assertTrue(took <= bound, "both ends failed after " + took + " ms, more than two timeouts and a second");
+        assertTrue(took <= bound, "both ends failed after " + took + " ms, more than two timeouts and 4 s");
         assertEquals(Status.FAILED, st[0], line.s.error());
         assertEquals(Status.FAILED, st[1], line.r.error());
         assertTrue(line.s.error().contains(B1), "the sender's error names the relay: " + line.s.error());

@@ -68,11 +68,10 @@ public final class RelayPolicy {
 
     /** Where a request for {@code target} with {@code hopsLeft} goes, or why it cannot. */
     public Decision decide(InetSocketAddress target, int hopsLeft, long now) {
-        String why = refusal(target, now);
-        if (why != null) {
-            return Decision.refused(why);
-        }
         InetAddress t = target.getAddress();
+        if (table.isOwnAddress(t)) {
+            return Decision.refused(refusal(target, now));
+        }
         LocalLink direct = table.linkTo(t);
         if (direct != null) {
             return new Decision(direct, target, null, hopsLeft, null);

@@ -84,12 +84,7 @@ public final class RouteTable {
     }
 
     public boolean isOwnAddress(InetAddress address) {
-        for (LocalLink l : local) {
-            if (l.prefix().address().equals(address)) {
-                return true;
-            }
-        }
-        return false;
+        return ownLink(address) != null;
     }
 
     /** An ADVERT from {@code from}; the caller checked that it is not our own. False when it is not on our links. */

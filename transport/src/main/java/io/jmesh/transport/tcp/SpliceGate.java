@@ -66,10 +66,6 @@ final class SpliceGate {
         return up == OPEN || up == HELLO || (up == PROOF && down >= 1) || (up == READY && down == OPEN);
     }
 
-    boolean downReady() {
-        return true;
-    }
-
     /** True once, when the READY passed: the connection is up end to end, and the relay starts watching it. */
     boolean takeCompleted() {
         boolean c = completed;

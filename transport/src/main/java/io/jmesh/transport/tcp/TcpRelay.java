@@ -100,6 +100,11 @@ final class TcpRelay implements AutoCloseable {
             }
         } catch (IOException | RuntimeException e) {
             relay.closeAll();
+            for (SpliceWorker w : relay.workers) {
+                if (w != null) {
+                    w.close(); // never started: closes its selector
+                }
+            }
             throw e;
         }
         return relay;
