@@ -12,6 +12,9 @@
 # ring; ring-diag puts half of NCCL's ring edges on diagonals that a third rank relays), direct (NRANKS ranks, default
 # as the others or 2, on one subnet). Every rank is then a node of its own (NCCL_HOSTID), in the Socket run too,
 # which has as many ranks. The placements of one run must agree on the number of ranks.
+# SOCKETS: NCCL's Socket runs, "socket socket-best" by default (its defaults; 4 sockets and 1 thread per connection).
+# ROUNDS (1): runs of every configuration in turn, interleaved so that rounds see the same machine; with more than
+# one, the runs are labelled -r1, -r2, ... and a summary table ends the output.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 PLUGIN_DIR=${PLUGIN_DIR:-$ROOT/nccl-shim/target/nccl-plugin}
@@ -19,6 +22,8 @@ PYTHON=${PYTHON:-/opt/torch/.venv/bin/python}
 OUT=${OUT:-$ROOT/target/tp-inference}
 MODEL=${MODEL:-/tmp/jmesh-tp-model}
 PLACEMENT=${PLACEMENT:-}
+ROUNDS=${ROUNDS:-1}
+SOCKETS=${SOCKETS-socket socket-best}
 mkdir -p "$OUT"
 status=0
 NPROC=2
@@ -72,30 +77,70 @@ tp() { # label, then environment assignments; NCCL must go through a network tra
     if [ $rc -ne 0 ]; then echo "$label FAILED (exit $rc)"; tail -40 "$OUT/$label.log"; status=1; fi
 }
 JMESH_ENV=(NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-if [ -z "$PLACEMENT" ]; then
-    tp jmesh "${JMESH_ENV[@]}"
-    grep -q 'Loaded net plugin jmesh' "$OUT/jmesh.log" \
-        || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
+labels=()
+round() { # suffix: one run of every configuration, jmesh's placements first, then NCCL's Socket transport
+    local sfx=$1 p label
+    if [ -z "$PLACEMENT" ]; then
+        tp "jmesh$sfx" "${JMESH_ENV[@]}"
+        grep -q 'Loaded net plugin jmesh' "$OUT/jmesh$sfx.log" \
+            || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
+        [ "${sfx:--r1}" != -r1 ] || labels+=(jmesh)
+    fi
+    for p in $PLACEMENT; do
+        label="jmesh-$p$sfx"
+        [ "${sfx:--r1}" != -r1 ] || labels+=("jmesh-$p")
+        jmesh_placement "$p" "$NPROC" || exit 2
+        if [ -n "$PLACEMENT_RELAY" ]; then
+            jmesh_relay_start "$PLACEMENT_RELAY" "$OUT/$label-relay.log" \
+                || { echo "$label FAILED: no relay"; status=1; continue; }
+        fi
+        tp "$label" "${JMESH_ENV[@]}" JMESH_BENCH_ADDRESSES="$PLACEMENT_ADDRESSES"
+        if [ -n "$PLACEMENT_RELAY" ]; then
+            jmesh_relay_alive || { echo "$label: the jmesh relay process died during the run"; status=1; }
+            jmesh_relay_stop
+        fi
+        grep -q 'Loaded net plugin jmesh' "$OUT/$label.log" \
+            || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
+        relayed=$(grep -c 'connected on dev.*through a relay node' "$OUT/$label.log")
+        echo "$label: $(grep -c 'connected on dev' "$OUT/$label.log") plugin connects, $relayed through a relay node"
+        case $p in
+            relay | ring-diag) [ "$relayed" -gt 0 ] || { echo "$label: no connection went through a relay"; status=1; } ;;
+        esac
+    done
+    for p in $SOCKETS; do
+        [ "${sfx:--r1}" != -r1 ] || labels+=("$p")
+        case $p in
+            socket) tp "socket$sfx" NCCL_NET_PLUGIN=none NCCL_NET=Socket ;;
+            # the setting that served NCCL's Socket transport best on these machines (docs/benchmarks-gpu.md)
+            socket-best) tp "socket-best$sfx" NCCL_NET_PLUGIN=none NCCL_NET=Socket NCCL_NSOCKS_PERTHREAD=4 \
+                NCCL_SOCKET_NTHREADS=1 ;;
+            *) echo "unknown Socket configuration '$p' (socket or socket-best)"; exit 2 ;;
+        esac
+    done
+}
+if [ "$ROUNDS" -eq 1 ]; then
+    round ""
+else
+    for ((i = 1; i <= ROUNDS; i++)); do
+        echo "== round $i of $ROUNDS"
+        round "-r$i"
+    done
+    # one line per configuration: every round's tokens/s and per-token median and p90, from the runs' JSON
+    "$PYTHON" - "$OUT" "$ROUNDS" "${labels[@]}" <<'PY'
+import json, os, statistics, sys
+out, rounds, labels = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+print(f"== summary: {rounds} interleaved rounds; tokens/s, then per-token median / p90 ms, round by round")
+for label in labels:
+    runs = []
+    for i in range(1, rounds + 1):
+        f = os.path.join(out, f"{label}-r{i}.json")
+        runs.append(json.load(open(f)) if os.path.exists(f) else None)
+    ok = [r for r in runs if r]
+    cells = " ".join(f"{r['tokens_per_s']:6.1f}" if r else "  FAIL" for r in runs)
+    lat = " ".join(f"{r['token_ms_median']:.2f}/{r['token_ms_p90']:.2f}" if r else "FAIL" for r in runs)
+    med = f"{statistics.median(r['tokens_per_s'] for r in ok):6.1f}" if ok else "     -"
+    print(f"{label:18s} tokens/s {cells}  median {med}   ms {lat}")
+PY
 fi
-for p in $PLACEMENT; do
-    jmesh_placement "$p" "$NPROC" || exit 2
-    if [ -n "$PLACEMENT_RELAY" ]; then
-        jmesh_relay_start "$PLACEMENT_RELAY" "$OUT/jmesh-$p-relay.log" \
-            || { echo "jmesh-$p FAILED: no relay"; status=1; continue; }
-    fi
-    tp "jmesh-$p" "${JMESH_ENV[@]}" JMESH_BENCH_ADDRESSES="$PLACEMENT_ADDRESSES"
-    if [ -n "$PLACEMENT_RELAY" ]; then
-        jmesh_relay_alive || { echo "jmesh-$p: the jmesh relay process died during the run"; status=1; }
-        jmesh_relay_stop
-    fi
-    grep -q 'Loaded net plugin jmesh' "$OUT/jmesh-$p.log" \
-        || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
-    relayed=$(grep -c 'connected on dev.*through a relay node' "$OUT/jmesh-$p.log")
-    echo "jmesh-$p: $(grep -c 'connected on dev' "$OUT/jmesh-$p.log") plugin connects, $relayed through a relay node"
-    case $p in
-        relay | ring-diag) [ "$relayed" -gt 0 ] || { echo "jmesh-$p: no connection went through a relay"; status=1; } ;;
-    esac
-done
-tp socket NCCL_NET_PLUGIN=none NCCL_NET=Socket
 echo "results in $OUT"
 exit $status
