@@ -31,7 +31,8 @@ echo "machine: $(nproc) CPUs, $(uname -m), $(grep -m1 'model name' /proc/cpuinfo
 echo "java: $("$JAVA_HOME/bin/java" -version 2>&1 | head -1); iperf3: $(LD_LIBRARY_PATH=${IPERF3_LIB:-} "$IPERF3" --version | head -1)"
 
 jmesh() {
-    "$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -Xss1m ${JMESH_JAVA_OPTS:-} \
+    "$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED --add-exports java.base/sun.nio.ch=ALL-UNNAMED -Xss1m \
+        ${JMESH_JAVA_OPTS:-} \
         -cp "$ROOT/benchmarks/target/jmesh-benchmarks.jar:$ROOT/benchmarks/target/lib/*" io.jmesh.cli.Jmesh "$@"
 }
 

@@ -71,8 +71,9 @@ jmesh_relay_start() {
     cp=$(jmesh_relay_classpath) || return 1
     [ -x "$java" ] || { echo "no Java runtime at $java for jmesh relay (scripts/nccl-runtime.sh)" >&2; return 1; }
     # the options of ./jmesh: jmesh's methods compile after a tenth of the JIT's usual calls (a relay's data path
-    # runs once per chunk); INFO adds its links and threads to the line that says it relays
+    # runs once per chunk); INFO adds its links and threads to the line that says it relays; sun.nio.ch: it splices
     JMESH_LOG_LEVEL=${JMESH_RELAY_LOG_LEVEL:-info} "$java" --enable-native-access=ALL-UNNAMED \
+        --add-exports java.base/sun.nio.ch=ALL-UNNAMED \
         -XX:CompileCommand=quiet "-XX:CompileCommand=CompileThresholdScaling,io.jmesh.*::*,0.1" \
         ${JMESH_RELAY_JAVA_OPTS:-} -cp "$cp" io.jmesh.cli.Jmesh relay --addresses "$addresses" \
         --provider "${JMESH_PROVIDER:-tcp}" > "$log" 2>&1 &

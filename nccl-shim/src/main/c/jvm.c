@@ -220,8 +220,10 @@ static int create_vm(void) {
     /* jmesh's own methods compile at a tenth of the JIT's invocation thresholds. NCCL calls the data path
      * once per message, so at the default thresholds (C2 after 5,000 calls, later while C2 is busy) a slow machine
      * runs it as profiled C1 code, and compiles it, for its first several thousand messages: on the testbed, minutes
-     * (docs/benchmarks-plugin.md). "quiet" keeps the JVM from echoing the command on the application's stdout. */
-    char* defaults[] = {cpOption, homeOption, "-Xrs", "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC",
+     * (docs/benchmarks-plugin.md). "quiet" keeps the JVM from echoing the command on the application's stdout.
+     * sun.nio.ch hands the TCP relay its sockets' descriptors, so that it splices relayed bytes in the kernel. */
+    char* defaults[] = {cpOption, homeOption, "-Xrs", "--enable-native-access=ALL-UNNAMED",
+                        "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED", "-XX:+UseSerialGC",
                         "-Xmx1g", "-XX:+PerfDisableSharedMem" /* no hsperfdata file per rank in /tmp */,
                         "-XX:CompileCommand=quiet", "-XX:CompileCommand=CompileThresholdScaling,io.jmesh.*::*,0.1"};
     JavaVMOption opts[MAX_OPTS] = {{0}};

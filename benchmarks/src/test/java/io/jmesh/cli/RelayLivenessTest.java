@@ -75,7 +75,8 @@ class RelayLivenessTest {
     /** 'jmesh relay' as its own JVM on b's two links; returns once it relays. */
     private void startRelay() throws IOException, InterruptedException {
         String java = ProcessHandle.current().info().command().orElse("java");
-        relay = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
+        relay = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "--add-exports",
+                "java.base/sun.nio.ch=ALL-UNNAMED",
                 "-D" + Setting.ROUTE_PORT.property() + "=" + routePort,
                 "-D" + Setting.LIVENESS_TIMEOUT_MS.property() + "=" + TIMEOUT_MS,
                 "-cp", System.getProperty("java.class.path"), Jmesh.class.getName(), "relay",

@@ -47,6 +47,7 @@ public final class Context {
     private boolean multiLink = true;
     private int tcpSockets = 4;
     private int tcpThreads = 8;
+    private boolean tcpRelaySplice = true;
     private int tcpSpinUs = 200;
     private long handshakeTimeoutMs = 10_000;
     private int handshakeMaxPending = 32;
@@ -133,6 +134,7 @@ public final class Context {
             case MULTI_LINK -> multiLink = v == 1;
             case TCP_SOCKETS -> tcpSockets = (int) v;
             case TCP_THREADS -> tcpThreads = (int) v;
+            case TCP_RELAY_SPLICE -> tcpRelaySplice = v == 1;
             case TCP_SPIN_US -> tcpSpinUs = (int) v;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs = v;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending = (int) v;
@@ -215,6 +217,7 @@ public final class Context {
             case MULTI_LINK -> multiLink ? 1 : 0;
             case TCP_SOCKETS -> tcpSockets;
             case TCP_THREADS -> tcpThreads;
+            case TCP_RELAY_SPLICE -> tcpRelaySplice ? 1 : 0;
             case TCP_SPIN_US -> tcpSpinUs;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending;
@@ -412,6 +415,19 @@ public final class Context {
     public Context tcpThreads(int threads) {
         tcpThreads = threads;
         return set(Setting.TCP_THREADS, "tcpThreads(" + threads + ")");
+    }
+
+    /**
+     * Whether a TCP relay splices relayed data sockets in the kernel (default true; it copies where the JVM keeps
+     * NIO's descriptors to itself).
+     */
+    public boolean tcpRelaySplice() {
+        return tcpRelaySplice;
+    }
+
+    public Context tcpRelaySplice(boolean splice) {
+        tcpRelaySplice = splice;
+        return set(Setting.TCP_RELAY_SPLICE, "tcpRelaySplice(" + splice + ")");
     }
 
     /**

@@ -42,6 +42,10 @@ public enum Setting {
     TCP_THREADS("jmesh.tcp.threads", "JMESH_TCP_THREADS", null, 0, 64,
             "helper threads per fabric that move the bytes of the TCP bulk sockets (each socket belongs to one), at "
                     + "most one per CPU; 0: the application's thread does it inside isend/irecv/test"),
+    TCP_RELAY_SPLICE("jmesh.tcp.relay.splice", "JMESH_TCP_RELAY_SPLICE", null, 0, 1,
+            "1: a TCP relay moves the bytes of relayed data sockets with Linux's splice(2), through kernel pipes, "
+                    + "never into the JVM (where the JVM exports sun.nio.ch to jmesh: jmesh's launchers and the NCCL "
+                    + "plugin do; elsewhere it copies and says why at start); 0: it copies them through its buffers"),
     TCP_SPIN_US("jmesh.tcp.spin.us", "JMESH_TCP_SPIN_US", null, 0, 1_000_000,
             "how long a TCP helper thread with nothing to move keeps polling its sockets before it sleeps, in "
                     + "microseconds; longer answers sooner between the steps of a collective, at the price of a busy "

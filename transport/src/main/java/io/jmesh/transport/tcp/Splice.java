@@ -2,6 +2,9 @@ package io.jmesh.transport.tcp;
 
 import io.jmesh.transport.route.RelayRequest;
 
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -13,13 +16,18 @@ import java.nio.channels.SocketChannel;
  * that is accepted the socket to the next hop ({@code out}) and one bounded buffer per direction. Bytes are copied as
  * they come; a full buffer stops reading its source, so TCP's own window slows the sender (back-pressure, never an
  * unbounded queue). An end-of-stream is passed on as a half-close once its buffer has drained; the pair closes when
- * both directions are done or either socket fails. Only the relay thread touches it.
+ * both directions are done or either socket fails. A data socket's bytes go through a {@link KernelPipe} per
+ * direction where Linux and the JVM allow it (the bytes stay in the kernel), else through the buffers; a handshake's
+ * go through the buffers, whose frames the gate reads. Only the relay thread touches it.
  */
 final class Splice {
     enum State { REQUEST, CONNECTING, SPLICING, CLOSED }
 
     /** Per direction: a relayed bulk socket moves up to this much per system call (128 KiB moved less). */
     static final int BUFFER_BYTES = 256 << 10;
+    /** Rounds of source-pipe-sink per wake-up of a spliced socket: up to this many pipes' worth per direction. */
+    static final int PIPE_ROUNDS = 4;
+    private static final Logger LOG = LogManager.getLogger(Splice.class);
 
     final SocketChannel in;
     final String from;
@@ -46,6 +54,11 @@ final class Splice {
     private boolean downEnded;
     private boolean upShut;
     private boolean downShut;
+    /** A data socket's pipes (null when it copies), with the descriptors they splice between. */
+    private KernelPipe upPipe;
+    private KernelPipe downPipe;
+    private int inFd;
+    private int outFd;
 
     Splice(SocketChannel in, String from, long deadlineNanos, int trailer) {
         this.peekAt = RelayRequest.BYTES + trailer;
@@ -70,13 +83,20 @@ final class Splice {
 
     /**
      * Starts the onward connect; {@code preamble} (null when the next hop is the destination) goes out first, then
-     * the peeked bytes (a data socket's) unless the gate holds them (a handshake's).
+     * the peeked bytes (a data socket's) unless the gate holds them (a handshake's). A data socket is spliced when
+     * {@code splice} allows and the kernel and JVM can.
      */
-    void connecting(SocketChannel onward, ByteBuffer preamble, SpliceGate gate) {
+    void connecting(SocketChannel onward, ByteBuffer preamble, boolean splice, SpliceGate gate) {
         out = onward;
         this.gate = gate;
-        up = ByteBuffer.allocateDirect(BUFFER_BYTES);
-        down = ByteBuffer.allocateDirect(BUFFER_BYTES);
+        if (gate == null && splice && pipes()) {
+            // the buffer up carries only what was read before splicing started: the preamble and the peeked bytes
+            up = ByteBuffer.allocateDirect((preamble == null ? 0 : preamble.remaining()) + SpliceGate.PEEK);
+            down = ByteBuffer.allocate(0);
+        } else {
+            up = ByteBuffer.allocateDirect(BUFFER_BYTES);
+            down = ByteBuffer.allocateDirect(BUFFER_BYTES);
+        }
         if (preamble != null) {
             up.put(preamble);
         }
@@ -86,8 +106,29 @@ final class Splice {
         state = State.CONNECTING;
     }
 
+    /** Opens both pipes and reads both descriptors; false (and nothing held) when this socket must copy. */
+    private boolean pipes() {
+        if (KernelPipe.UNAVAILABLE != null) {
+            return false;
+        }
+        try {
+            inFd = KernelPipe.fd(in);
+            outFd = KernelPipe.fd(out);
+            upPipe = KernelPipe.open();
+            downPipe = KernelPipe.open();
+            return true;
+        } catch (IOException e) {
+            LOG.debug("jmesh relay: {} copies instead of splicing: {}", this, e.getMessage());
+            closePipes();
+            return false;
+        }
+    }
+
     /** Copies what it can both ways without blocking and sets the interest of both keys; false once done. */
     boolean pump() throws IOException {
+        if (upPipe != null) {
+            return pumpPipes();
+        }
         if (!downEnded && down.hasRemaining()) {
             downEnded = (gate == null ? out.read(down) : gate.down(out, down)) < 0;
         }
@@ -115,6 +156,53 @@ final class Splice {
         return true;
     }
 
+    /**
+     * The spliced pump: the bytes read before splicing go out first, then each direction moves source to pipe to
+     * sink, a few rounds while either moves bytes (each round trip through the selector costs more than a round
+     * that finds nothing), at most {@value #PIPE_ROUNDS} so that one busy socket leaves its thread to the others.
+     */
+    private boolean pumpPipes() throws IOException {
+        drain(up, out);
+        boolean head = up.position() == 0;
+        for (int round = 0; round < PIPE_ROUNDS; round++) {
+            long moved = 0;
+            if (!downEnded && downPipe.hasRoom()) {
+                long n = downPipe.fill(outFd);
+                downEnded = n < 0;
+                moved += Math.max(n, 0);
+            }
+            if (head && !upEnded && upPipe.hasRoom()) {
+                long n = upPipe.fill(inFd);
+                upEnded = n < 0;
+                moved += Math.max(n, 0);
+            }
+            if (head) {
+                moved += upPipe.drain(outFd);
+            }
+            moved += downPipe.drain(inFd);
+            if (moved == 0) {
+                break;
+            }
+        }
+        boolean upEmpty = head && upPipe.isEmpty();
+        if (upEnded && upEmpty && !upShut) {
+            out.shutdownOutput();
+            upShut = true;
+        }
+        if (downEnded && downPipe.isEmpty() && !downShut) {
+            in.shutdownOutput();
+            downShut = true;
+        }
+        if (upShut && downShut) {
+            return false;
+        }
+        inKey.interestOps((upEnded || !head || !upPipe.hasRoom() ? 0 : SelectionKey.OP_READ)
+                | (downPipe.isEmpty() ? 0 : SelectionKey.OP_WRITE));
+        outKey.interestOps((downEnded || !downPipe.hasRoom() ? 0 : SelectionKey.OP_READ)
+                | (upEmpty ? 0 : SelectionKey.OP_WRITE));
+        return true;
+    }
+
     private static void drain(ByteBuffer b, SocketChannel to) throws IOException {
         if (b.position() == 0) {
             return;
@@ -131,6 +219,23 @@ final class Splice {
         state = State.CLOSED;
         DataSockets.closeQuietly(in);
         DataSockets.closeQuietly(out);
+        closePipes();
+    }
+
+    private void closePipes() {
+        if (upPipe != null) {
+            upPipe.close();
+            upPipe = null;
+        }
+        if (downPipe != null) {
+            downPipe.close();
+            downPipe = null;
+        }
+    }
+
+    /** Whether this socket moves its bytes by splice(2) (for tests and the relay's log). */
+    boolean splicing() {
+        return upPipe != null;
     }
 
     @Override

@@ -98,7 +98,7 @@ public final class TcpProvider implements Provider {
         try {
             relay = TcpRelay.bind(links, context.handshakeTimeout().toNanos(), context.handshakeMaxPending(),
                     agent.settings().meshKey(), Math.min(context.tcpThreads(),
-                            Runtime.getRuntime().availableProcessors()));
+                            Runtime.getRuntime().availableProcessors()), context.tcpRelaySplice());
             routes = RouteService.start(links, context.routePort(), relay.ports(), context.routes(),
                     agent.settings().meshKey());
             relay.start(routes.table(), agent.liveness());

@@ -26,6 +26,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The TCP relay of one fabric: a relay endpoint on each link address; one thread, {@value #THREAD_NAME}, that accepts
@@ -55,8 +56,11 @@ final class TcpRelay implements AutoCloseable {
     private final Map<InetAddress, ServerSocketChannel> servers = new HashMap<>();
     private final PendingRequests<Splice> pending;
     private final MeshKey key;
+    /** Whether data sockets may go through kernel pipes (JMESH_TCP_RELAY_SPLICE). */
+    private final boolean splice;
     /** Relayed sockets handed to the workers and not yet ended. */
     private final AtomicInteger splices = new AtomicInteger();
+    private final AtomicLong spliced = new AtomicLong();
     private final SpliceWorker[] workers;
     private int nextWorker;
     private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh relay: ", 20, TimeUnit.SECONDS.toNanos(1));
@@ -69,9 +73,10 @@ final class TcpRelay implements AutoCloseable {
     private volatile long dropped;
     private volatile String lastDropReason;
 
-    private TcpRelay(List<LocalLink> links, long timeoutNanos, int maxPending, MeshKey key, int threads)
-            throws IOException {
+    private TcpRelay(List<LocalLink> links, long timeoutNanos, int maxPending, MeshKey key, int threads,
+            boolean splice) throws IOException {
         this.key = key;
+        this.splice = splice;
         this.workers = new SpliceWorker[Math.max(1, threads)];
         this.links = List.copyOf(links);
         this.timeoutNanos = timeoutNanos;
@@ -81,9 +86,10 @@ final class TcpRelay implements AutoCloseable {
     }
 
     /** Binds an endpoint on each link address (an ephemeral port); {@link #start} begins relaying. */
-    static TcpRelay bind(List<LocalLink> links, long timeoutNanos, int maxPending, MeshKey key, int threads)
+    static TcpRelay bind(List<LocalLink> links, long timeoutNanos, int maxPending, MeshKey key, int threads,
+            boolean splice)
             throws IOException {
-        TcpRelay relay = new TcpRelay(links, timeoutNanos, maxPending, key, threads);
+        TcpRelay relay = new TcpRelay(links, timeoutNanos, maxPending, key, threads, splice);
         try {
             for (int i = 0; i < relay.workers.length; i++) {
                 relay.workers[i] = new SpliceWorker(relay, i);
@@ -123,7 +129,19 @@ final class TcpRelay implements AutoCloseable {
         for (SpliceWorker w : workers) {
             w.start();
         }
+        if (!splice) {
+            LOG.debug("jmesh relay: relayed data sockets are copied through this process (JMESH_TCP_RELAY_SPLICE=0)");
+        } else if (KernelPipe.UNAVAILABLE == null) {
+            LOG.debug("jmesh relay: relayed data sockets are spliced in the kernel (splice(2))");
+        } else {
+            LOG.info("jmesh relay: relayed data sockets are copied through this process: {}", KernelPipe.UNAVAILABLE);
+        }
         thread = Thread.ofPlatform().daemon().name(THREAD_NAME).start(this::run);
+    }
+
+    /** Relayed sockets whose bytes went through kernel pipes (splice(2)) rather than this process, for tests. */
+    long spliced() {
+        return spliced.get();
     }
 
     /** Requests dropped (malformed, refused, late, evicted), for tests. */
@@ -304,10 +322,13 @@ final class TcpRelay implements AutoCloseable {
         InetSocketAddress next = d.next();
         ByteBuffer preamble = d.hop() == null ? null : RelayRequest.of(target, d.hopsLeft(), key);
         SocketChannel onward = DataSockets.open(via.prefix().address());
-        s.connecting(onward, preamble, handshake ? new SpliceGate(r.slice(s.peekAt, SpliceGate.PEEK),
+        s.connecting(onward, preamble, splice, handshake ? new SpliceGate(r.slice(s.peekAt, SpliceGate.PEEK),
                 ownPort(s.in), liveness.port(via.prefix().address())) : null);
         s.inKey.cancel(); // its worker's selector takes it from here
         splices.incrementAndGet();
+        if (s.splicing()) {
+            spliced.incrementAndGet();
+        }
         workers[nextWorker++ % workers.length].adopt(s, next);
     }
 

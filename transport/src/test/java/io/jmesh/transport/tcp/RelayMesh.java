@@ -48,11 +48,11 @@ final class RelayMesh implements AutoCloseable {
         return p;
     }
 
-    /** A line: node i (host i + 1) on links i and i + 1, the ends on one link each. */
-    static RelayMesh line(String net, int n) {
+    /** A line: node i (host i + 1) on links i and i + 1, the ends on one link each; {@code extra} as in node(). */
+    static RelayMesh line(String net, int n, String... extra) {
         RelayMesh m = new RelayMesh(net);
         for (int i = 0; i < n; i++) {
-            m.node(i + 1, i == 0 ? new int[] {1} : i == n - 1 ? new int[] {i} : new int[] {i, i + 1});
+            m.node(i + 1, i == 0 ? new int[] {1} : i == n - 1 ? new int[] {i} : new int[] {i, i + 1}, extra);
         }
         return m;
     }

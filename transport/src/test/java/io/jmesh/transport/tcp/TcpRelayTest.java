@@ -1,7 +1,9 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.api.Context;
 import io.jmesh.api.Registration;
 import io.jmesh.api.RemoteRegion;
+import io.jmesh.api.Setting;
 import io.jmesh.api.Status;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.transport.core.CoreSender;
@@ -10,8 +12,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -21,6 +26,7 @@ import static io.jmesh.transport.tcp.TcpTestSupport.await;
 import static io.jmesh.transport.tcp.TcpTestSupport.fill;
 import static io.jmesh.transport.tcp.TcpTestSupport.send;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -161,16 +167,50 @@ class TcpRelayTest {
 
     @Test
     void lineOfThreeReachesTheFarEndThroughTheMiddle() throws Exception {
+        // the build's test JVM exports sun.nio.ch (pom.xml), as jmesh's launchers do: the relay must splice
+        assertNull(KernelPipe.UNAVAILABLE, "the relay cannot splice here");
+        int sockets = new Context().tcpSockets();
+        long pipesBefore = openPipes();
         mesh = RelayMesh.line("127.61", 3);
+        assertEquals(sockets, lineOfThree(1), "all " + sockets + " data sockets went through kernel pipes");
+        assertTrue(openPipes() >= pipesBefore + 2L * sockets, "two pipes per spliced socket while it is open");
+        mesh.close();
+        mesh = null;
+        assertEquals(pipesBefore, openPipes(), "the relay closed every pipe it opened (the kernel's count)");
+    }
+
+    @Test
+    void lineOfThreeCopiesThroughTheRelayWhereItCannotSplice() throws Exception {
+        // as JMESH_TCP_RELAY_SPLICE=0 or a JVM that keeps NIO's descriptors to itself
+        mesh = RelayMesh.line("127.71", 3, Setting.TCP_RELAY_SPLICE.property(), "0");
+        assertEquals(0, lineOfThree(11), "nothing spliced");
+    }
+
+    /** This process's open pipe descriptors, as the kernel lists them. */
+    private static long openPipes() throws IOException {
+        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.filter(f -> {
+                try {
+                    return Files.readSymbolicLink(f).toString().startsWith("pipe:");
+                } catch (IOException e) {
+                    return false; // the listing's own descriptor, closed by now
+                }
+            }).count();
+        }
+    }
+
+    /** a reaches c through b, every size and a grouped receive; the relayed sockets b spliced in the kernel. */
+    private long lineOfThree(long seed) throws Exception {
         TcpProvider a = mesh.nodes.get(0);
         TcpProvider c = mesh.nodes.get(2);
         TcpTestSupport.Pair p = mesh.connect(a, mesh.listen(c));
         assertTrue(mesh.lastRoute.contains("via " + mesh.address(1, 2)), mesh.lastRoute);
-        Traffic t = new Traffic(a, c, p, 1);
+        Traffic t = new Traffic(a, c, p, seed);
         t.postSingles();
         await("every size through the relay", t::done);
         t.checkSingles();
         t.grouped();
+        return mesh.nodes.get(1).relay().spliced();
     }
 
     @Test
