@@ -124,8 +124,12 @@ final class Splice {
         }
     }
 
-    /** Copies what it can both ways without blocking and sets the interest of both keys; false once done. */
-    boolean pump() throws IOException {
+    /**
+     * Copies what it can both ways without blocking and sets the interest of both keys; false once done. What the
+     * gate learnt from the frames read reaches {@code relay} before those frames go on: the connector opens its data
+     * sockets as soon as it reads the ACCEPT, and the relay must know their port by then.
+     */
+    boolean pump(TcpRelay relay) throws IOException {
         if (upPipe != null) {
             return pumpPipes();
         }
@@ -134,6 +138,9 @@ final class Splice {
         }
         if (!upEnded && up.hasRemaining() && (gate == null || gate.upReady())) {
             upEnded = (gate == null ? in.read(up) : gate.up(in, up)) < 0;
+        }
+        if (gate != null) {
+            relay.gatePassed(this, gate);
         }
         drain(up, out);
         drain(down, in);

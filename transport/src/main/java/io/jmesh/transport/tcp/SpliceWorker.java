@@ -104,12 +104,7 @@ final class SpliceWorker implements AutoCloseable {
     }
 
     private void pumpOrClose(Splice s) throws IOException {
-        boolean open = s.pump();
-        SpliceGate g = s.gate;
-        if (g != null) {
-            relay.gatePassed(s, g);
-        }
-        if (!open) {
+        if (!s.pump(relay)) {
             LOG.debug("jmesh relay: {} done", s);
             forget(s);
         }
