@@ -1,8 +1,8 @@
 /**
- * The jmesh transport: the public Java API ({@code io.jmesh.api}) and its provider interface ({@code io.jmesh.api.spi}),
- * the handle and subnet-aware routing ({@code io.jmesh.transport.net}) and device discovery
+ * The jmesh transport: the public Java API ({@code io.jmesh.api}: fabrics, connections, handles, links, prefixes,
+ * static routes), its provider interface ({@code io.jmesh.api.spi}) and device discovery
  * ({@code io.jmesh.transport.discovery}), which tools such as the {@code jmesh} command use; and, not exported, the
- * providers behind the API (verbs, TCP), the handshake and the verbs objects. {@code Fabric} finds the providers
+ * providers behind the API (verbs, TCP), routing, the handshake and the verbs objects. {@code Fabric} finds the providers
  * through {@link io.jmesh.api.spi.ProviderFactory}; on the class path the same two are listed in
  * {@code META-INF/services}.
  */
@@ -13,7 +13,6 @@ module io.jmesh.transport {
     exports io.jmesh.api;
     exports io.jmesh.api.spi;
     exports io.jmesh.transport.discovery;
-    exports io.jmesh.transport.net;
 
     uses io.jmesh.api.spi.ProviderFactory;
     provides io.jmesh.api.spi.ProviderFactory with io.jmesh.transport.rdma.RdmaProviderFactory,

@@ -11,7 +11,7 @@ import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.NoRouteException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -7,9 +7,9 @@ import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.discovery.PortAddress;
 import io.jmesh.transport.discovery.RdmaDevice;
 import io.jmesh.transport.discovery.RdmaPort;
-import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
 
 import java.util.List;
 
@@ -58,12 +58,9 @@ public final class FabricSupport {
      * The local link a direct connection to {@code peer} takes, or null where no link shares a subnet with it (the
      * connection goes through a relay node).
      */
-    public static LocalLink directLink(List<LocalLink> links, ListenHandle peer) {
-        try {
-            return io.jmesh.transport.net.RouteSelector.best(links, peer).local();
-        } catch (io.jmesh.transport.net.NoRouteException e) {
-            return null;
-        }
+    public static LocalLink directLink(Fabric fabric, ListenHandle peer) {
+        List<LocalLink> direct = fabric.directLinks(peer);
+        return direct.isEmpty() ? null : direct.getFirst();
     }
 
     /** A listener's own handle restricted to {@code device}'s addresses (the server side of -d). */

@@ -2,7 +2,7 @@ package io.jmesh.cli;
 
 import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.LocalLink;
 
 import java.io.PrintStream;
 import java.util.List;

@@ -3,7 +3,7 @@ package io.jmesh.nccl;
 import io.jmesh.transport.discovery.Discovery;
 import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.discovery.RdmaDevice;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.LocalLink;
 
 import java.io.IOException;
 import java.net.NetworkInterface;

@@ -9,10 +9,9 @@ import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.NoRouteException;
-import io.jmesh.transport.net.Route;
-import io.jmesh.transport.net.RouteSelector;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
+import io.jmesh.api.NoRouteException;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -263,30 +262,22 @@ public final class NcclPlugin {
      */
     private PendingConnect start(Fabric f, int dev, byte[] handle) throws NoRouteException {
         ListenHandle peer = ListenHandle.decode(handle);
-        List<Route> routes;
-        try {
-            routes = RouteSelector.select(f.links(), peer);
-        } catch (NoRouteException direct) {
+        List<LocalLink> direct = f.directLinks(peer);
+        if (direct.isEmpty()) {
             return new PendingConnect(f.connect(handle, null), dev, " (no link of this node reaches the peer "
                     + peer.prefixes() + ": through a relay node)");
         }
         NcclDevice chosen = dev >= 0 && dev < devices.size() ? devices.get(dev) : null;
-        Route viaChosen = null;
-        for (Route r : routes) {
-            if (chosen != null && chosen.has(r.local())) {
-                viaChosen = r;
-                break;
+        for (LocalLink l : direct) {
+            if (chosen != null && chosen.has(l)) {
+                return new PendingConnect(f.connect(handle, l.prefix().address().getHostAddress()), dev, "");
             }
         }
-        if (viaChosen != null) {
-            return new PendingConnect(f.connect(handle, viaChosen.local().prefix().address().getHostAddress()), dev,
-                    "");
-        }
-        Route r = routes.getFirst();
+        LocalLink mesh = direct.getFirst();
         LOG.info("connect: NCCL's dev {} {} cannot reach the peer {}: overriding with {}", dev,
-                chosen == null ? "(unknown)" : chosen.name() + " " + chosen.links(), peer.prefixes(), r.local());
+                chosen == null ? "(unknown)" : chosen.name() + " " + chosen.links(), peer.prefixes(), mesh);
         String why = " (NCCL chose dev " + dev + (chosen == null ? "" : " " + chosen.name()) + ", which has no link to "
-                + "the peer " + peer.prefixes() + "; the mesh's link " + r.local() + " was used instead)";
+                + "the peer " + peer.prefixes() + "; the mesh's link " + mesh + " was used instead)";
         return new PendingConnect(f.connect(handle, null), dev, why);
     }
 

@@ -1,6 +1,5 @@
 package io.jmesh.api;
 
-import io.jmesh.transport.net.NoRouteException;
 
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,7 +1,5 @@
 package io.jmesh.api;
 
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.StaticRoute;
 
 import java.time.Duration;
 import java.util.ArrayList;

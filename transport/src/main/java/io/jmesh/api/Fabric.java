@@ -2,9 +2,6 @@ package io.jmesh.api;
 
 import io.jmesh.api.spi.Provider;
 import io.jmesh.api.spi.ProviderFactory;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.net.NoRouteException;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -119,6 +116,22 @@ public final class Fabric implements AutoCloseable {
      */
     public Connector connect(byte[] handle, String preferredLink) throws NoRouteException {
         return provider.connect(ListenHandle.decode(handle), preferredLink);
+    }
+
+    /**
+     * The local links a direct connection to the listener can take, the one {@link #connect(byte[])} takes first;
+     * empty when no link of this node shares a subnet with it (a connect then goes through a relay node). The NCCL
+     * plugin uses it to keep NCCL's choice of device where that device reaches the peer.
+     *
+     * @throws IllegalArgumentException when the handle is malformed
+     */
+    public List<LocalLink> directLinks(byte[] handle) {
+        return provider.directLinks(ListenHandle.decode(handle));
+    }
+
+    /** {@link #directLinks(byte[])} for a decoded handle. */
+    public List<LocalLink> directLinks(ListenHandle peer) {
+        return provider.directLinks(peer);
     }
 
     /** Starts connecting to a listener given its printable handle ({@link Listener#handleText()}). */

@@ -1,6 +1,5 @@
 package io.jmesh.api;
 
-import io.jmesh.transport.net.NoRouteException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

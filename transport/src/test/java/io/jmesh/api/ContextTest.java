@@ -1,6 +1,5 @@
 package io.jmesh.api;
 
-import io.jmesh.transport.net.IpPrefix;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;

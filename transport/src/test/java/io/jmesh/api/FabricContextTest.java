@@ -1,8 +1,5 @@
 package io.jmesh.api;
 
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

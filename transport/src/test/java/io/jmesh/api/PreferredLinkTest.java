@@ -4,6 +4,7 @@ import io.jmesh.transport.core.CoreSender;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -27,6 +28,21 @@ class PreferredLinkTest {
             assertEquals("tcp 127.0.111.2/24 -> 127.0.111.3/24", route(a, b, "127.0.113.2"),
                     "a link in a subnet B is not on");
             assertEquals("tcp 127.0.111.2/24 -> 127.0.111.3/24", route(a, b, "eth9"), "no such link");
+        }
+    }
+
+    @Test
+    void directLinksListTheLinksThatReachThePeerInTheOrderAConnectTakesThem() throws Exception {
+        try (Fabric a = ProgressTest.tcp("127.0.111.2/24,127.0.112.2/24,127.0.113.2/24");
+             Fabric b = ProgressTest.tcp("127.0.111.3/24,127.0.112.3/24");
+             Fabric c = ProgressTest.tcp("127.0.114.4/24");
+             Listener lb = b.listen();
+             Listener lc = c.listen()) {
+            assertEquals(List.of("127.0.111.2/24", "127.0.112.2/24"),
+                    a.directLinks(lb.handle()).stream().map(l -> l.prefix().toString()).toList(),
+                    "the two shared subnets, the mesh choice first; 127.0.113 reaches no address of B");
+            assertEquals(List.of(), a.directLinks(lc.handle()), "no shared subnet: only a relay could reach C");
+            assertEquals(a.directLinks(lb.handle()), a.directLinks(ListenHandle.decode(lb.handle())));
         }
     }
 

@@ -12,9 +12,8 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.cli.Args;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.NoRouteException;
-import io.jmesh.transport.net.Route;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.NoRouteException;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -158,7 +157,7 @@ public final class DemoCommand {
                         continue;
                     }
                     ListenHandle peer = ListenHandle.parse(listeners[j].handleText());
-                    Route route = Why.route(fabrics[i].links(), peer);
+                    Why.Choice route = Why.route(fabrics[i], peer);
                     subnet[i][j] = route.local().prefix().network().toString();
                     out.printf(Locale.ROOT, "  %s -> %s  %-42s because %s%n", NODES.get(i).name(),
                             NODES.get(j).name(), nodes.get(i).route(NODES.get(j).name()), Why.explain(

@@ -8,7 +8,7 @@ import io.jmesh.api.IdleStrategy;
 import io.jmesh.api.Listener;
 import io.jmesh.api.PeerConnections;
 import io.jmesh.api.Registration;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.NoRouteException;
 
 import java.io.IOException;
 import java.io.PrintStream;

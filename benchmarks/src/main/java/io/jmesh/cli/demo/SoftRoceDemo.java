@@ -10,9 +10,8 @@ import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.NoRouteException;
-import io.jmesh.transport.net.Route;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.NoRouteException;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -107,7 +106,7 @@ final class SoftRoceDemo {
             open.add(mesh);
             for (String p : peers) {
                 ListenHandle h = ListenHandle.decode(handles.get(p));
-                Route route = Why.route(fabric.links(), h);
+                Why.Choice route = Why.route(fabric, h);
                 publish(shared, "demo-route-" + me + "-" + p, route.local().prefix().network() + " " + mesh.route(p));
                 out.println(name(me) + " -> " + name(p) + "  " + mesh.route(p) + "  because "
                         + Why.explain(name(me), fabric.links(), name(p), h, route));

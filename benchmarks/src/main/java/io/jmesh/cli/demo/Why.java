@@ -1,29 +1,41 @@
 package io.jmesh.cli.demo;
 
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.net.NoRouteException;
-import io.jmesh.transport.net.Route;
-import io.jmesh.transport.net.RouteSelector;
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
+import io.jmesh.api.NoRouteException;
+import io.jmesh.api.Fabric;
+import io.jmesh.api.ListenAddress;
 
 import java.util.List;
 
-/** Explains a route choice in words, from the same inputs the transport's {@link RouteSelector} uses. */
+/** Explains a route choice in words, from the fabric's own choice of link. */
 final class Why {
     private Why() {
     }
 
-    /** The route jmesh takes from {@code links} to {@code peer}, as RouteSelector picks it. */
-    static Route route(List<LocalLink> links, ListenHandle peer) throws NoRouteException {
-        return RouteSelector.best(links, peer);
+    /** The link a connection from {@code fabric} to {@code peer} takes, and the peer's address on that link. */
+    record Choice(LocalLink local, ListenAddress peer) {
+    }
+
+    /** The link jmesh takes from {@code fabric} to {@code peer}. */
+    static Choice route(Fabric fabric, ListenHandle peer) throws NoRouteException {
+        List<LocalLink> direct = fabric.directLinks(peer);
+        if (direct.isEmpty()) {
+            List<IpPrefix> mine = fabric.links().stream().map(LocalLink::prefix).toList();
+            throw new NoRouteException("no link of this node " + mine + " shares a subnet with the peer "
+                    + peer.prefixes(), mine, peer.prefixes());
+        }
+        LocalLink l = direct.getFirst();
+        return new Choice(l, peer.addresses().stream().filter(a -> a.prefix().sharesSubnetWith(l.prefix()))
+                .findFirst().orElseThrow());
     }
 
     /**
      * "A's 127.0.101.1/24 and B's 127.0.101.2/24 are both in 127.0.101.0/24; A's 127.0.100.1/24 shares no subnet
      * with any of B's addresses".
      */
-    static String explain(String me, List<LocalLink> links, String peerName, ListenHandle peer, Route chosen) {
+    static String explain(String me, List<LocalLink> links, String peerName, ListenHandle peer, Choice chosen) {
         StringBuilder sb = new StringBuilder();
         IpPrefix local = chosen.local().prefix();
         IpPrefix remote = chosen.peer().prefix();

@@ -14,8 +14,8 @@ import io.jmesh.cli.Args;
 import io.jmesh.cli.FabricSupport;
 import io.jmesh.cli.perf.Oob;
 import io.jmesh.transport.discovery.DiscoveryResult;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.NoRouteException;
 
 import java.io.IOException;
 import java.io.PrintStream;

@@ -11,9 +11,9 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Sender;
 import io.jmesh.cli.FabricSupport;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
+import io.jmesh.api.NoRouteException;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -69,7 +69,7 @@ final class PerfClient {
                 ListenHandle peer = ListenHandle.parse(requireField(handle, "handle"));
                 RemoteRegion peerRegion = write ? region(handle, 2 * o.maxSize()) : null;
                 ListenHandle target = FabricSupport.restrictPeer(peer, fabric.links(), o.device());
-                LocalLink local = FabricSupport.directLink(fabric.links(), target);    // null: relayed
+                LocalLink local = FabricSupport.directLink(fabric, target);    // null: relayed
                 Sender[] senders = new Sender[o.qps()];
                 String routeText = null;
                 for (int i = 0; i < o.qps(); i++) {

@@ -1,7 +1,7 @@
 package io.jmesh.cli.perf;
 
 import io.jmesh.api.CloseHelper;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.NoRouteException;
 
 import java.io.IOException;
 import java.io.PrintStream;

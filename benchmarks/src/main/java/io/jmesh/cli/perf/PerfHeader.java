@@ -4,9 +4,9 @@ import io.jmesh.api.Fabric;
 import io.jmesh.cli.FabricSupport;
 import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.discovery.RdmaPort;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.LocalLink;
 
-import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.api.IpPrefix;
 
 import java.io.PrintStream;
 import java.util.StringJoiner;

@@ -121,7 +121,7 @@ public record PerfOptions(String test, String server, String device, int gidInde
         }
         try {
             if (!v.contains("/")) {
-                return io.jmesh.transport.net.IpPrefix.parse(v).address().getHostAddress();
+                return io.jmesh.api.IpPrefix.parse(v).address().getHostAddress();
             }
         } catch (IllegalArgumentException e) {
             // said below

@@ -11,9 +11,9 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.RemoteRegion;
 import io.jmesh.api.Sender;
 import io.jmesh.cli.FabricSupport;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
+import io.jmesh.api.NoRouteException;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -146,7 +146,7 @@ final class PerfServer {
                 String route = "(accepting)";
                 if (test.equals("lat")) {
                     ListenHandle peer = ListenHandle.parse(requireField(hello, "handle"));
-                    LocalLink local = FabricSupport.directLink(fabric.links(), FabricSupport.restrictPeer(peer,
+                    LocalLink local = FabricSupport.directLink(fabric, FabricSupport.restrictPeer(peer,
                             fabric.links(), o.device()));                              // null: relayed
                     Connector c = fabric.connect(FabricSupport.restrictPeer(peer, fabric.links(), o.device())
                             .encode());

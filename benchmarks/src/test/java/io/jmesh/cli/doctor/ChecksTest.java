@@ -4,7 +4,7 @@ import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.discovery.PortAddress;
 import io.jmesh.transport.discovery.RdmaDevice;
 import io.jmesh.transport.discovery.RdmaPort;
-import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.api.IpPrefix;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;

@@ -10,7 +10,7 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.cli.FabricSupport;
 import io.jmesh.cli.perf.PerfCommandTest.Result;
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenHandle;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

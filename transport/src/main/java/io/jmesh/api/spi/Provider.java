@@ -4,9 +4,9 @@ import io.jmesh.api.Connector;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.Listener;
 import io.jmesh.api.Registration;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
+import io.jmesh.api.NoRouteException;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -43,6 +43,12 @@ public interface Provider extends AutoCloseable {
      * with the peer, otherwise over the link the mesh routing chooses (and the log says why).
      */
     Connector connect(ListenHandle peer, String preferredLink) throws NoRouteException;
+
+    /**
+     * The local links that share a subnet with one of {@code peer}'s addresses, the one a connect takes first; empty
+     * when none does (a connect then goes through a relay node).
+     */
+    List<LocalLink> directLinks(ListenHandle peer);
 
     Registration register(MemorySegment memory);
 

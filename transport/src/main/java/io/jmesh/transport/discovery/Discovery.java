@@ -1,6 +1,6 @@
 package io.jmesh.transport.discovery;
 
-import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.api.IpPrefix;
 import io.jmesh.verbs.Errno;
 import io.jmesh.verbs.Verbs;
 import io.jmesh.verbs.VerbsException;

@@ -1,6 +1,6 @@
 package io.jmesh.transport.discovery;
 
-import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.api.IpPrefix;
 
 /**
  * An IP address of a port's netdev with the GID index that carries it.

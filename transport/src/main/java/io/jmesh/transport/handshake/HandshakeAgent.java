@@ -2,10 +2,10 @@ package io.jmesh.transport.handshake;
 
 import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.log.WarnLimiter;
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
 import io.jmesh.transport.net.Route;
 import java.io.IOException;
 import java.net.InetAddress;

@@ -1,6 +1,6 @@
 package io.jmesh.transport.handshake;
 
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenHandle;
 import java.net.InetAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.util.ArrayDeque;

@@ -2,7 +2,7 @@ package io.jmesh.transport.liveness;
 
 import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.log.WarnLimiter;
-import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.api.IpPrefix;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

@@ -1,5 +1,8 @@
 package io.jmesh.transport.net;
 
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.LocalLink;
+
 import java.net.InetSocketAddress;
 import java.util.Objects;
 

@@ -1,5 +1,11 @@
 package io.jmesh.transport.net;
 
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.LocalLink;
+import io.jmesh.api.NoRouteException;
+
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -100,6 +106,15 @@ public final class RouteSelector {
         return link != null && (route.local().device().equals(link)
                 || route.local().prefix().address().getHostAddress().equals(link)
                 || route.local().prefix().toString().equals(link));
+    }
+
+    /** The local links of {@link #select}'s routes, in its order; empty when none shares a subnet with the peer. */
+    public static List<LocalLink> directLinks(List<LocalLink> local, ListenHandle peer) {
+        try {
+            return select(local, peer).stream().map(Route::local).toList();
+        } catch (NoRouteException e) {
+            return List.of();
+        }
     }
 
     /** The best route only; see {@link #select}. */

@@ -1,8 +1,8 @@
 package io.jmesh.transport.rdma;
 
-import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.NoRouteException;
 import io.jmesh.transport.route.NextHop;
 import io.jmesh.transport.route.RouteService;
 

@@ -9,7 +9,10 @@ import io.jmesh.transport.discovery.RdmaDevice;
 import io.jmesh.transport.discovery.RdmaPort;
 import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.handshake.HandshakeSettings;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
+import io.jmesh.transport.net.Route;
+import io.jmesh.transport.net.RouteSelector;
 import io.jmesh.transport.route.RelayPolicy;
 import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.RouteService;
@@ -189,6 +192,11 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     @Override
     public List<LocalLink> links() {
         return links;
+    }
+
+    @Override
+    public List<LocalLink> directLinks(ListenHandle peer) {
+        return RouteSelector.directLinks(links, peer);
     }
 
     HandshakeAgent agent() {
@@ -425,22 +433,22 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
 
     /** Starts connecting to a listener's handle; poll the result until it yields the sender. */
     @Override
-    public RdmaConnect connect(io.jmesh.transport.net.ListenHandle peer)
-            throws io.jmesh.transport.net.NoRouteException {
+    public RdmaConnect connect(io.jmesh.api.ListenHandle peer)
+            throws io.jmesh.api.NoRouteException {
         return connect(peer, null);
     }
 
     @Override
-    public RdmaConnect connect(io.jmesh.transport.net.ListenHandle peer, String preferredLink)
-            throws io.jmesh.transport.net.NoRouteException {
+    public RdmaConnect connect(io.jmesh.api.ListenHandle peer, String preferredLink)
+            throws io.jmesh.api.NoRouteException {
         if (peer.isTcpProvider()) {
             throw new IllegalArgumentException("the peer listens with the tcp provider, this node uses rdma: set "
                     + "JMESH_PROVIDER the same on both nodes");
         }
         try {
             return new RdmaConnect(this, peer, preferredLink);
-        } catch (io.jmesh.transport.net.NoRouteException e) {
-            io.jmesh.transport.net.Route relayed = relayedRoute(peer);
+        } catch (io.jmesh.api.NoRouteException e) {
+            Route relayed = relayedRoute(peer);
             if (relayed == null && (routes == null || !routes.settling())) {
                 throw RdmaNoRoute.explain(e, peer, routes);
             }
@@ -462,12 +470,12 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     }
 
     /** The route to {@code peer} through a relay node, or null. */
-    io.jmesh.transport.net.Route relayedRoute(io.jmesh.transport.net.ListenHandle peer) {
+    Route relayedRoute(ListenHandle peer) {
         return routes == null ? null : routes.relayedRoute(peer);
     }
 
     /** Why no route reaches {@code peer}: this node's links and what its routing table knows. */
-    String noRouteReason(io.jmesh.transport.net.ListenHandle peer) {
+    String noRouteReason(io.jmesh.api.ListenHandle peer) {
         return "this node's links " + links.stream().map(LocalLink::prefix).toList() + ", peer " + peer.prefixes()
                 + "; " + (routes == null ? "no route discovery" : routes.describe())
                 + " (is every node of the path running jmesh with the same JMESH_ROUTE_PORT?)";

@@ -3,7 +3,7 @@ package io.jmesh.transport.rdma;
 import io.jmesh.api.BackoffIdleStrategy;
 import io.jmesh.api.CloseHelper;
 import io.jmesh.transport.log.WarnLimiter;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.LocalLink;
 import io.jmesh.transport.route.PendingRequests;
 import io.jmesh.transport.route.RelayPolicy;
 import org.apache.logging.log4j.LogManager;

@@ -1,6 +1,6 @@
 package io.jmesh.transport.route;
 
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.LocalLink;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

@@ -1,6 +1,6 @@
 package io.jmesh.transport.route;
 
-import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.api.IpPrefix;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;

@@ -1,11 +1,11 @@
 package io.jmesh.transport.route;
 
 import io.jmesh.transport.log.WarnLimiter;
-import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
 import io.jmesh.transport.net.Route;
-import io.jmesh.transport.net.StaticRoute;
+import io.jmesh.api.StaticRoute;
 import io.jmesh.transport.route.RouteFrame.Decoded;
 import io.jmesh.transport.route.RouteFrame.Link;
 import org.apache.logging.log4j.LogManager;

@@ -4,7 +4,7 @@ import io.jmesh.api.Connector;
 import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.OutboundHandshake;
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenHandle;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.RelayRequest;

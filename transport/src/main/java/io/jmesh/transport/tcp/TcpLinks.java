@@ -1,8 +1,8 @@
 package io.jmesh.transport.tcp;
 
 import io.jmesh.api.Setting;
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.LocalLink;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

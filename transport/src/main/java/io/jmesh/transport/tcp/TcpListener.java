@@ -6,8 +6,8 @@ import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
 import io.jmesh.transport.liveness.Liveness;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 

@@ -6,9 +6,9 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.spi.Provider;
 import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.handshake.HandshakeSettings;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
+import io.jmesh.api.NoRouteException;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
 import io.jmesh.transport.route.MeshKey;
@@ -125,6 +125,11 @@ public final class TcpProvider implements Provider {
     @Override
     public List<LocalLink> links() {
         return links;
+    }
+
+    @Override
+    public List<LocalLink> directLinks(ListenHandle peer) {
+        return RouteSelector.directLinks(links, peer);
     }
 
     /** Data sockets per connection this side asks for (the listener may grant fewer). */

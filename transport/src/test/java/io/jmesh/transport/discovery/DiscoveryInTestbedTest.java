@@ -1,7 +1,7 @@
 package io.jmesh.transport.discovery;
 
 import io.jmesh.testbed.TestbedEnv;
-import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.api.IpPrefix;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 

@@ -1,6 +1,6 @@
 package io.jmesh.transport.discovery;
 
-import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.api.IpPrefix;
 import org.junit.jupiter.api.Test;
 
 import java.net.InetAddress;

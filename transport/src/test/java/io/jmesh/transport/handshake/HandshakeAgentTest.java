@@ -18,9 +18,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
 import java.io.IOException;
@@ -140,7 +140,7 @@ class HandshakeAgentTest {
             out.confirm();
             await("complete", PATIENCE_MS, () -> in.poll() == HandshakeStatus.COMPLETE);
             assertEquals(InetAddress.getByName("::1"), in.remoteAddress().getAddress());
-        } catch (io.jmesh.transport.net.NoRouteException e) {
+        } catch (io.jmesh.api.NoRouteException e) {
             throw new AssertionError(e);
         }
     }

@@ -15,8 +15,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.ListenHandle;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

@@ -16,8 +16,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.ListenHandle;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
+import io.jmesh.api.NoRouteException;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
 import java.time.Duration;

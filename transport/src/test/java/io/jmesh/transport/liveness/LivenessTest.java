@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.jmesh.transport.core.Fate;
-import io.jmesh.transport.net.IpPrefix;
+import io.jmesh.api.IpPrefix;
 import java.io.IOException;
 import java.net.DatagramPacket;
 import java.net.InetAddress;

@@ -1,5 +1,11 @@
 package io.jmesh.transport.net;
 
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.LocalLink;
+import io.jmesh.api.NoRouteException;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,7 +1,7 @@
 package io.jmesh.transport.rdma;
 
 import io.jmesh.transport.core.BothWays;
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenHandle;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.ref.Reference;

@@ -5,7 +5,7 @@ import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenHandle;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

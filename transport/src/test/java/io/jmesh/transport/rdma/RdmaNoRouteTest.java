@@ -1,10 +1,10 @@
 package io.jmesh.transport.rdma;
 
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.LocalLink;
+import io.jmesh.api.NoRouteException;
 import io.jmesh.transport.route.RouteService;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -11,7 +11,7 @@ import io.jmesh.api.Status;
 import io.jmesh.testbed.TestbedEnv;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.transport.core.CoreSender;
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenHandle;
 import java.lang.foreign.Arena;
 import java.nio.file.Files;
 import java.nio.file.Path;

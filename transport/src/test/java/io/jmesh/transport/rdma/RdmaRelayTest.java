@@ -12,10 +12,10 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.testbed.TestbedEnv;
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.NoRouteException;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 

@@ -6,7 +6,7 @@ import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.testbed.TestbedEnv;
 import io.jmesh.api.Context;
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenHandle;
 
 import java.io.File;
 import java.lang.foreign.MemorySegment;

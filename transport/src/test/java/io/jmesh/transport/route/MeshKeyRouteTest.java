@@ -1,7 +1,7 @@
 package io.jmesh.transport.route;
 
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.LocalLink;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

@@ -1,7 +1,7 @@
 package io.jmesh.transport.route;
 
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.LocalLink;
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.LocalLink;
 import io.jmesh.transport.route.RouteFrame.Link;
 import io.jmesh.transport.route.RouteFrame.Reach;
 import org.junit.jupiter.api.Test;

@@ -1,8 +1,8 @@
 package io.jmesh.transport.route;
 
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.LocalLink;
-import io.jmesh.transport.net.StaticRoute;
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.LocalLink;
+import io.jmesh.api.StaticRoute;
 import io.jmesh.transport.route.RouteFrame.Decoded;
 import io.jmesh.transport.route.RouteFrame.Link;
 import io.jmesh.transport.route.RouteFrame.Reach;

@@ -4,7 +4,7 @@ import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Setting;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.transport.core.CoreSender;
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenHandle;
 
 import java.util.ArrayList;
 import java.util.List;

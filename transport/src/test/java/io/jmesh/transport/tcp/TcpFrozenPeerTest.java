@@ -10,7 +10,7 @@ import io.jmesh.api.Setting;
 import io.jmesh.api.Status;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.transport.core.CoreSender;
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenHandle;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;

@@ -2,10 +2,10 @@ package io.jmesh.transport.tcp;
 
 import io.jmesh.api.Registration;
 import io.jmesh.api.Setting;
-import io.jmesh.transport.net.IpPrefix;
-import io.jmesh.transport.net.ListenAddress;
-import io.jmesh.transport.net.ListenHandle;
-import io.jmesh.transport.net.NoRouteException;
+import io.jmesh.api.IpPrefix;
+import io.jmesh.api.ListenAddress;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.api.NoRouteException;
 import io.jmesh.transport.route.RelayRequest;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

@@ -6,7 +6,7 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.api.Context;
 import io.jmesh.api.Setting;
-import io.jmesh.transport.net.ListenHandle;
+import io.jmesh.api.ListenHandle;
 
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;

@@ -1,4 +1,4 @@
-package io.jmesh.transport.net;
+package io.jmesh.api;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

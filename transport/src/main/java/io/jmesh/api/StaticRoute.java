@@ -1,4 +1,4 @@
-package io.jmesh.transport.net;
+package io.jmesh.api;
 
 import java.net.InetAddress;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package io.jmesh.transport.net;
+package io.jmesh.api;
 
 import java.net.Inet4Address;
 import java.net.Inet6Address;
