@@ -1,6 +1,8 @@
 /*
- * What the two halves of nccl-net-driver share: the options, failure, the clock, and the plugin's entry points as
- * the driver calls them, whatever ncclNetPlugin_vN version the plugin exports (driver_plugin.c).
+ * What the files of nccl-net-driver share: the options, failure, the clock and the files in --dir (driver_util.c,
+ * which calls none of the others); the settle of the JIT (driver_settle.c); the per-call measurement
+ * (driver_calls.c); the plugin's entry points as the driver calls them, whatever ncclNetPlugin_vN version the plugin
+ * exports (driver_plugin.c). nccl_net_driver.c, the main program, uses them all.
  */
 #ifndef JMESH_NCCL_DRIVER_H
 #define JMESH_NCCL_DRIVER_H
@@ -22,7 +24,7 @@ struct driver_options {
 };
 extern struct driver_options opt;
 
-/* blocks until every rank reached the barrier `name` (files in opt.dir), or dies after opt.timeout */
+/* driver_util.c: blocks until every rank reached the barrier `name` (files in opt.dir), or dies after opt.timeout */
 void barrier(const char* name);
 /* small files in opt.dir, written atomically (rename); read_file is 1 once `len` bytes were read */
 void write_file(const char* name, const void* data, size_t len);
