@@ -6,7 +6,7 @@ package io.jmesh.api;
  * received sizes. Poll-style and allocation-free; one thread at a time uses a receiver.
  *
  * <pre>{@code
- * int req = receiver.irecv(1, new Registration[] {reg}, new long[] {0}, new long[] {reg.length()}, new int[] {tag});
+ * int req = receiver.irecv(reg, 0, reg.length(), tag);       // one buffer: the whole registration
  * while (receiver.test(req) == 0) { }
  * long got = receiver.size(req, 0);
  * }</pre>
@@ -23,6 +23,15 @@ public interface Receiver extends AutoCloseable {
      *         {@link Status#FAILED}, {@link Status#CLOSED}
      */
     int irecv(int n, Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags);
+
+    /**
+     * Posts a receive of one buffer, bytes [offset, offset + maxSize) of {@code registration}, for the message sent
+     * with {@code tag}: the grouped {@link #irecv(int, Registration[], long[], long[], int[])} with n = 1, the same
+     * answers. jmesh's receivers take it without allocating; this default, for other implementations, allocates.
+     */
+    default int irecv(Registration registration, long offset, long maxSize, int tag) {
+        return irecv(1, new Registration[] {registration}, new long[] {offset}, new long[] {maxSize}, new int[] {tag});
+    }
 
     /**
      * Flag for {@link #irecv(int, Registration[], long[], long[], int[], int)}: more receives follow at once, so the

@@ -46,6 +46,11 @@ public final class CoreReceiver implements Receiver {
     private long credited;
     private long eagerRequest = 1;
     private long lastPosition = -1;
+    /** The one-buffer irecv's arguments as the grouped call takes them (one thread uses a receiver at a time). */
+    private final Registration[] oneRegistration = new Registration[1];
+    private final long[] oneOffset = new long[1];
+    private final long[] oneMaxSize = new long[1];
+    private final int[] oneTag = new int[1];
 
     public CoreReceiver(Fate fate, ReceiveSlot[] ring, ReceiveWire wire, Consumer<AutoCloseable> onClose) {
         this.fate = fate;
@@ -68,6 +73,17 @@ public final class CoreReceiver implements Receiver {
     @Override
     public int irecv(int n, Registration[] registrations, long[] offsets, long[] maxSizes, int[] tags) {
         return irecv(n, registrations, offsets, maxSizes, tags, 0);
+    }
+
+    @Override
+    public int irecv(Registration registration, long offset, long maxSize, int tag) {
+        oneRegistration[0] = registration;
+        oneOffset[0] = offset;
+        oneMaxSize[0] = maxSize;
+        oneTag[0] = tag;
+        int id = irecv(1, oneRegistration, oneOffset, oneMaxSize, oneTag, 0);
+        oneRegistration[0] = null; // the slot holds it now; this array must not keep it alive after the receive
+        return id;
     }
 
     @Override

@@ -49,6 +49,23 @@ public abstract class TwoSidedContract extends EagerContract {
     }
 
     @Test
+    void theOneBufferReceiveIsTheGroupedOneWithOneBuffer() {
+        long large = LARGE;
+        fill(src, 0, large, 31);
+        dst.asSlice(0, 4096 + large + 1).fill(GUARD);
+        int r = receiver.irecv(dstReg, 4096, large + 100, 12);
+        assertTrue(r >= 0, "irecv of one buffer: " + Status.describe(r));
+        assertNotReadyFor(() -> sender.isend(srcReg, 0, large, 13), "a tag the one buffer does not have");
+        int s = send(0, large, 12);
+        complete(new int[] {s}, new int[] {r});
+        assertEquals(large, receiver.size(r, 0), "the real size, not the buffer's");
+        assertSameBytes(src, 0, dst, 4096, large, "the message in the one buffer");
+        assertGuarded(dst, 4096, large, "the message in the one buffer");
+        assertEquals(Status.BAD_ARGUMENT, receiver.irecv(dstReg, BUFFER - 10, 11, 1), "a buffer past its registration");
+        assertEquals(Status.BAD_ARGUMENT, receiver.irecv(null, 0, 1, 1), "no registration");
+    }
+
+    @Test
     void aSendWaitsForAReceiveWithItsTag() {
         long large = LARGE;                        // small ones may go eagerly, before their receive (EagerContract)
         fill(src, 0, large, 9);
