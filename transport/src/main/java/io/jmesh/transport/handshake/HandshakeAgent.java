@@ -7,6 +7,9 @@ import io.jmesh.api.ListenAddress;
 import io.jmesh.api.ListenHandle;
 import io.jmesh.api.LocalLink;
 import io.jmesh.transport.net.Route;
+import io.jmesh.transport.agent.SelectorAgent;
+import io.jmesh.transport.agent.SelectorAgentRunner;
+
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -70,7 +73,7 @@ public final class HandshakeAgent implements AutoCloseable {
     private final LongSupplier clock;
     private final Liveness liveness;
     private final Selector selector;
-    private final Thread thread;
+    private final SelectorAgentRunner runner;
     private final Queue<Runnable> commands = new ConcurrentLinkedQueue<>();
     private final AtomicLong dropped = new AtomicLong();
     /** Why the latest counted drop happened; written (agent thread) before {@link #dropped} is incremented. */
@@ -79,11 +82,9 @@ public final class HandshakeAgent implements AutoCloseable {
     // Agent thread only.
     private final List<Session> sessions = new ArrayList<>();
     private final List<HandshakeListener> listeners = new ArrayList<>();
-    private long selectTimeoutMillis = MAX_IDLE_MILLIS;
 
     /** Completed turns of the agent loop, for {@link #awaitFullTurn}. */
     private volatile long turns;
-    private volatile boolean running = true;
     private volatile boolean terminated;
 
     /** Where a listening socket's accept events go. */
@@ -96,7 +97,7 @@ public final class HandshakeAgent implements AutoCloseable {
         this.timeoutNanos = settings.timeout().toNanos();
         this.clock = Objects.requireNonNull(clock, "clock");
         this.selector = Selector.open();
-        this.thread = Thread.ofPlatform().daemon().name(THREAD_NAME).unstarted(this::run);
+        this.runner = new SelectorAgentRunner(THREAD_NAME, selector, new Loop());
     }
 
     /** Starts an agent with its own thread and liveness off; {@link #close()} stops it. */
@@ -128,7 +129,7 @@ public final class HandshakeAgent implements AutoCloseable {
     private static HandshakeAgent start(HandshakeSettings settings, LongSupplier clock, Liveness liveness)
             throws IOException {
         HandshakeAgent agent = new HandshakeAgent(settings, clock, liveness);
-        agent.thread.start();
+        agent.runner.start();
         return agent;
     }
 
@@ -143,7 +144,7 @@ public final class HandshakeAgent implements AutoCloseable {
         long target = turns + 2;
         long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
         while (turns < target) {
-            if (!running || System.nanoTime() - end > 0) {
+            if (!runner.isRunning() || System.nanoTime() - end > 0) {
                 return false;
             }
             selector.wakeup();
@@ -162,7 +163,7 @@ public final class HandshakeAgent implements AutoCloseable {
     }
 
     public boolean isRunning() {
-        return running;
+        return runner.isRunning();
     }
 
     /** Listens on each address (ephemeral ports), with unknown link speeds and no handle flags. */
@@ -185,7 +186,7 @@ public final class HandshakeAgent implements AutoCloseable {
     }
 
     private HandshakeListener open(List<IpPrefix> prefixes, List<Long> speedsMbps, int flags) throws IOException {
-        if (!running) {
+        if (!runner.isRunning()) {
             throw new IOException(CLOSED);
         }
         if (prefixes.isEmpty()) {
@@ -283,15 +284,7 @@ public final class HandshakeAgent implements AutoCloseable {
      */
     @Override
     public void close() {
-        running = false;
-        selector.wakeup();
-        if (Thread.currentThread() != thread) {
-            try {
-                thread.join(5_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        runner.close();
     }
 
     // ---- used by the handshake objects and sessions ----------------------------------------------------------
@@ -301,7 +294,7 @@ public final class HandshakeAgent implements AutoCloseable {
      * returns false.
      */
     boolean execute(Runnable command, Handshake orFail) {
-        if (!running) {
+        if (!runner.isRunning()) {
             if (orFail != null) {
                 orFail.fail(CLOSED);
             }
@@ -372,19 +365,33 @@ public final class HandshakeAgent implements AutoCloseable {
 
     // ---- the agent thread --------------------------------------------------------------------------------------
 
-    private void run() {
-        try {
-            while (running) {
-                try {
-                    selector.select(this::onSelected, selectTimeoutMillis);
-                    runCommands();
-                    selectTimeoutMillis = expireDeadlines(clock.getAsLong());
-                    turns++;
-                } catch (Exception | LinkageError | AssertionError e) {
-                    LOG.error("jmesh handshake agent: unexpected error; the agent keeps running", e);
-                }
-            }
-        } finally {
+    /** The agent's side of its thread's duty cycle (SelectorAgentRunner runs the loop). */
+    private final class Loop implements SelectorAgent {
+        @Override
+        public String roleName() {
+            return "jmesh handshake agent";
+        }
+
+        @Override
+        public long firstWaitMillis() {
+            return MAX_IDLE_MILLIS;
+        }
+
+        @Override
+        public void onSelected(SelectionKey key) {
+            HandshakeAgent.this.onSelected(key);
+        }
+
+        @Override
+        public long doWork() {
+            runCommands();
+            long wait = expireDeadlines(clock.getAsLong());
+            turns++;
+            return wait;
+        }
+
+        @Override
+        public void onClose() {
             shutdown();
         }
     }
@@ -493,7 +500,7 @@ public final class HandshakeAgent implements AutoCloseable {
             listeners.add(listener);
         } catch (IOException | RuntimeException e) {
             listener.servers().forEach(HandshakeAgent::closeQuietly);
-            if (running) {
+            if (runner.isRunning()) {
                 LOG.error("jmesh handshake agent: cannot register listener {}", listener.handle().prefixes(), e);
             }
         }
@@ -529,7 +536,7 @@ public final class HandshakeAgent implements AutoCloseable {
             }
         } catch (IOException | RuntimeException e) {
             handshake.fail("cannot connect to " + route.connectAddress() + " over " + route.local() + ": "
-                    + e.getMessage() + (running ? "" : " (" + CLOSED + ")"));
+                    + e.getMessage() + (runner.isRunning() ? "" : " (" + CLOSED + ")"));
             session.close();
         }
     }
@@ -556,7 +563,6 @@ public final class HandshakeAgent implements AutoCloseable {
     }
 
     private void shutdown() {
-        running = false; // also when the loop died of an Error: later calls fail at once instead of hanging
         for (HandshakeListener l : new ArrayList<>(listeners)) {
             closeListener(l);
         }

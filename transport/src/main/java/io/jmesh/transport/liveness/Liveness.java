@@ -3,6 +3,9 @@ package io.jmesh.transport.liveness;
 import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.api.IpPrefix;
+import io.jmesh.transport.agent.SelectorAgent;
+import io.jmesh.transport.agent.SelectorAgentRunner;
+
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -82,7 +85,8 @@ public final class Liveness implements AutoCloseable {
     private final Map<InetAddress, DatagramChannel> sockets;
     private final Map<DatagramChannel, IpPrefix> links;
     private final Selector selector;
-    private final Thread thread;
+    /** Null when liveness is off (no sockets, no thread). */
+    private final SelectorAgentRunner runner;
     private final Queue<Watch> added = new ConcurrentLinkedQueue<>();
     private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh ", 10, TimeUnit.SECONDS.toNanos(1));
     // the thread only
@@ -90,7 +94,6 @@ public final class Liveness implements AutoCloseable {
     private final ByteBuffer rx = ByteBuffer.allocate(64);
     private final ByteBuffer tx = ByteBuffer.allocate(LENGTH);
     private int legs;
-    private volatile boolean running = true;
     private volatile long dropped;
 
     private record Key(long connectionId, int role) {
@@ -146,7 +149,7 @@ public final class Liveness implements AutoCloseable {
         this.sockets = Map.copyOf(sockets);
         this.links = Map.copyOf(links);
         this.selector = selector;
-        this.thread = selector == null ? null : Thread.ofPlatform().daemon().name(THREAD_NAME).unstarted(this::run);
+        this.runner = selector == null ? null : new SelectorAgentRunner(THREAD_NAME, selector, new Loop());
     }
 
     /**
@@ -185,14 +188,14 @@ public final class Liveness implements AutoCloseable {
             throw e;
         }
         Liveness l = new Liveness(timeout, sockets, prefixes, selector);
-        l.thread.start();
+        l.runner.start();
         return l;
     }
 
     /** The UDP port that answers for {@code local}, to tell the peer in the handshake; 0 when there is none. */
     public int port(InetAddress local) {
         DatagramChannel ch = local == null ? null : sockets.get(local);
-        if (ch == null || !running) {
+        if (ch == null || !running()) {
             return 0;
         }
         try {
@@ -223,7 +226,7 @@ public final class Liveness implements AutoCloseable {
     public void watch(long connectionId, boolean connector, InetAddress neighbour, int port, InetAddress local,
                       Fate fate, String behind) {
         DatagramChannel ch = local == null ? null : sockets.get(local);
-        if (ch == null || neighbour == null || port == 0 || !running) {
+        if (ch == null || neighbour == null || port == 0 || !running()) {
             return;
         }
         Watch w = new Watch(new Key(connectionId, connector ? ROLE_CONNECTOR : ROLE_ACCEPTOR),
@@ -247,7 +250,7 @@ public final class Liveness implements AutoCloseable {
         DatagramChannel upCh = upLocal == null ? null : sockets.get(upLocal);
         DatagramChannel downCh = downLocal == null ? null : sockets.get(downLocal);
         if (upCh == null || downCh == null || up == null || down == null || up.getPort() == 0
-                || down.getPort() == 0 || !running) {
+                || down.getPort() == 0 || !running()) {
             return;
         }
         Watch u = new Watch(new Key(upId, ROLE_ACCEPTOR), up, upCh, null, null);
@@ -278,36 +281,43 @@ public final class Liveness implements AutoCloseable {
     /** Stops the thread and closes the sockets; connections stay as they are. Waits up to 5 s for the thread. */
     @Override
     public void close() {
-        if (thread == null || !running) {
-            return;
-        }
-        running = false;
-        selector.wakeup();
-        if (Thread.currentThread() != thread) {
-            try {
-                thread.join(5_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+        if (runner != null) {
+            runner.close();
         }
     }
 
-    private void run() {
-        try {
-            long wait = TimeUnit.NANOSECONDS.toMillis(intervalNanos);
-            while (running) {
-                try {
-                    selector.select(k -> receiveAll((DatagramChannel) k.attachment()), Math.max(1, wait));
-                    Watch w;
-                    while ((w = added.poll()) != null) {
-                        adopt(w, System.nanoTime());
-                    }
-                    wait = tick(System.nanoTime());
-                } catch (IOException | RuntimeException e) {
-                    LOG.error("jmesh liveness: unexpected error; the thread keeps running", e);
-                }
+    private boolean running() {
+        return runner != null && runner.isRunning();
+    }
+
+    /** The thread's duty cycle: datagrams as they come, then new watches and the pings and timeouts that are due. */
+    private final class Loop implements SelectorAgent {
+        @Override
+        public String roleName() {
+            return "jmesh liveness";
+        }
+
+        @Override
+        public long firstWaitMillis() {
+            return TimeUnit.NANOSECONDS.toMillis(intervalNanos);
+        }
+
+        @Override
+        public void onSelected(SelectionKey key) {
+            receiveAll((DatagramChannel) key.attachment());
+        }
+
+        @Override
+        public long doWork() {
+            Watch w;
+            while ((w = added.poll()) != null) {
+                adopt(w, System.nanoTime());
             }
-        } finally {
+            return tick(System.nanoTime());
+        }
+
+        @Override
+        public void onClose() {
             closeSockets();
         }
     }

@@ -11,6 +11,9 @@ import io.jmesh.transport.route.RouteFrame.Link;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
+import io.jmesh.transport.agent.SelectorAgent;
+import io.jmesh.transport.agent.SelectorAgentRunner;
+
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -75,8 +78,7 @@ public final class RouteService implements AutoCloseable {
     private final List<DatagramChannel> channels = new ArrayList<>();
     private final List<DatagramChannel> askers = new ArrayList<>();
     private final Selector selector;
-    private final Thread thread;
-    private volatile boolean running = true;
+    private final SelectorAgentRunner runner;
     private volatile long dropped;
 
     private RouteService(List<LocalLink> links, int routePort, Map<InetAddress, Integer> relayPorts,
@@ -89,7 +91,7 @@ public final class RouteService implements AutoCloseable {
         this.relayPorts = Map.copyOf(relayPorts);
         this.table = new RouteTable(links, statics, TimeUnit.MILLISECONDS.toNanos(EXPIRY_MS));
         this.selector = Selector.open();
-        this.thread = Thread.ofPlatform().daemon().name(THREAD_NAME).unstarted(this::run);
+        this.runner = new SelectorAgentRunner(THREAD_NAME, selector, new Loop());
     }
 
     /**
@@ -117,7 +119,7 @@ public final class RouteService implements AutoCloseable {
         try {
             if (routePort != 0) {
                 service.bind();
-                service.thread.start();
+                service.runner.start();
             }
         } catch (IOException | RuntimeException e) {
             service.closeSockets();
@@ -218,28 +220,44 @@ public final class RouteService implements AutoCloseable {
 
     // ---- the route thread ------------------------------------------------------------------------------------
 
-    private void run() {
-        long nextRound = System.nanoTime();
-        long nextSweep = startNanos + TimeUnit.MILLISECONDS.toNanos(FAST_PHASE_MS + SWEEP_EVERY_MS);
-        while (running) {
-            try {
-                long now = System.nanoTime();
-                if (now - nextRound >= 0) {
-                    boolean fast = now - startNanos < TimeUnit.MILLISECONDS.toNanos(FAST_PHASE_MS);
-                    boolean sweep = fast || now - nextSweep >= 0;
-                    if (sweep && !fast) {
-                        nextSweep = now + TimeUnit.MILLISECONDS.toNanos(SWEEP_EVERY_MS);
-                    }
-                    probeRound(sweep, now);
-                    nextRound = now + TimeUnit.MILLISECONDS.toNanos(fast ? FAST_ROUND_MS : SLOW_ROUND_MS);
+    /** The route thread's duty cycle: a probe round when one is due, datagrams as they come. */
+    private final class Loop implements SelectorAgent {
+        private long nextRound = System.nanoTime();
+        private long nextSweep = startNanos + TimeUnit.MILLISECONDS.toNanos(FAST_PHASE_MS + SWEEP_EVERY_MS);
+
+        @Override
+        public String roleName() {
+            return "jmesh route";
+        }
+
+        @Override
+        public long firstWaitMillis() {
+            return 1; // the first round goes at once
+        }
+
+        @Override
+        public void onSelected(SelectionKey key) {
+            onReadable(key);
+        }
+
+        @Override
+        public long doWork() {
+            long now = System.nanoTime();
+            if (now - nextRound >= 0) {
+                boolean fast = now - startNanos < TimeUnit.MILLISECONDS.toNanos(FAST_PHASE_MS);
+                boolean sweep = fast || now - nextSweep >= 0;
+                if (sweep && !fast) {
+                    nextSweep = now + TimeUnit.MILLISECONDS.toNanos(SWEEP_EVERY_MS);
                 }
-                long wait = Math.max(1, TimeUnit.NANOSECONDS.toMillis(nextRound - System.nanoTime()));
-                selector.select(this::onReadable, wait);
-            } catch (IOException | RuntimeException e) {
-                if (running) {
-                    LOG.error("jmesh route: unexpected error; the route thread keeps running", e);
-                }
+                probeRound(sweep, now);
+                nextRound = now + TimeUnit.MILLISECONDS.toNanos(fast ? FAST_ROUND_MS : SLOW_ROUND_MS);
             }
+            return Math.max(1, TimeUnit.NANOSECONDS.toMillis(nextRound - System.nanoTime()));
+        }
+
+        @Override
+        public void onClose() {
+            closeSockets();
         }
     }
 
@@ -400,16 +418,8 @@ public final class RouteService implements AutoCloseable {
     /** Stops the thread, then closes the sockets. */
     @Override
     public void close() {
-        running = false;
-        selector.wakeup();
-        if (thread.isAlive() && Thread.currentThread() != thread) {
-            try {
-                thread.join(5_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        closeSockets();
+        runner.close();
+        closeSockets(); // again: harmless, and certain even when the thread did not stop within the wait
     }
 
     private void closeSockets() {

@@ -3,6 +3,9 @@ package io.jmesh.transport.tcp;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
+import io.jmesh.transport.agent.SelectorAgent;
+import io.jmesh.transport.agent.SelectorAgentRunner;
+
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.channels.CancelledKeyException;
@@ -15,10 +18,10 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * One of a TCP relay's splicing threads ({@value TcpRelay#THREAD_NAME}-N): it connects onwards the splices the relay
- * routed to it and copies their bytes both ways on its own selector. One thread copying for every relayed socket of a
- * node moved 1.5 GB/s where the direct connections it carried moved 10 (2 x H200, 2026-11-27): the relay now spreads
- * its splices over several such threads, as the TCP provider spreads its bulk sockets over its helpers. Only its own
- * thread touches its splices after {@link #adopt}.
+ * routed to it and moves their bytes both ways on its own selector. One thread for every relayed socket of a node
+ * was far slower than the direct connections it carried (docs/benchmarks-gpu.md), so the relay spreads its splices
+ * over several such threads, as the TCP provider spreads its bulk sockets over its helpers. Only its own thread
+ * touches its splices after {@link #adopt}.
  */
 final class SpliceWorker implements AutoCloseable {
     private static final Logger LOG = LogManager.getLogger(SpliceWorker.class);
@@ -29,19 +32,18 @@ final class SpliceWorker implements AutoCloseable {
 
     private final TcpRelay relay;
     private final Selector selector;
-    private final Thread thread;
+    private final SelectorAgentRunner runner;
     private final Queue<Adopted> adopted = new ConcurrentLinkedQueue<>();
     private final List<Splice> splices = new ArrayList<>();
-    private volatile boolean running = true;
 
     SpliceWorker(TcpRelay relay, int index) throws IOException {
         this.relay = relay;
         this.selector = Selector.open();
-        this.thread = Thread.ofPlatform().daemon().name(TcpRelay.THREAD_NAME + "-" + index).unstarted(this::run);
+        this.runner = new SelectorAgentRunner(TcpRelay.THREAD_NAME + "-" + index, selector, new Loop());
     }
 
     void start() {
-        thread.start();
+        runner.start();
     }
 
     /** Takes over {@code s} (routed, its onward socket open but not connected) and connects it to {@code next}. */
@@ -50,22 +52,37 @@ final class SpliceWorker implements AutoCloseable {
         selector.wakeup();
     }
 
-    private void run() {
-        while (running) {
-            try {
-                selector.select(this::onSelected, MAX_IDLE_MILLIS);
-                Adopted a;
-                while ((a = adopted.poll()) != null) {
-                    connect(a.splice(), a.next());
-                }
-                expire(System.nanoTime());
-            } catch (IOException | RuntimeException e) {
-                if (running) {
-                    LOG.error("jmesh relay: unexpected error; the relay keeps running", e);
-                }
-            }
+    /** The worker's duty cycle: pump the ready splices, connect the adopted ones, expire late connects. */
+    private final class Loop implements SelectorAgent {
+        @Override
+        public String roleName() {
+            return "jmesh relay worker";
         }
-        closeAll();
+
+        @Override
+        public long firstWaitMillis() {
+            return MAX_IDLE_MILLIS;
+        }
+
+        @Override
+        public void onSelected(SelectionKey key) {
+            SpliceWorker.this.onSelected(key);
+        }
+
+        @Override
+        public long doWork() {
+            Adopted a;
+            while ((a = adopted.poll()) != null) {
+                connect(a.splice(), a.next());
+            }
+            expire(System.nanoTime());
+            return MAX_IDLE_MILLIS;
+        }
+
+        @Override
+        public void onClose() {
+            closeAll();
+        }
     }
 
     private void connect(Splice s, InetSocketAddress next) {
@@ -141,18 +158,7 @@ final class SpliceWorker implements AutoCloseable {
     /** Stops the thread; its splices close, so both ends of each of its relayed sockets learn it at once. */
     @Override
     public void close() {
-        running = false;
-        selector.wakeup();
-        if (thread.isAlive() && Thread.currentThread() != thread) {
-            try {
-                thread.join(5_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        if (!thread.isAlive()) {
-            closeAll();
-        }
+        runner.close();
     }
 
     private void closeAll() {

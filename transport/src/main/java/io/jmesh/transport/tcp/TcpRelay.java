@@ -11,6 +11,9 @@ import io.jmesh.transport.route.RouteTable;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
+import io.jmesh.transport.agent.SelectorAgent;
+import io.jmesh.transport.agent.SelectorAgentRunner;
+
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -66,10 +69,9 @@ final class TcpRelay implements AutoCloseable {
     private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh relay: ", 20, TimeUnit.SECONDS.toNanos(1));
     /** Data ports that jmesh listeners announced in an ACCEPT through this relay, until when they may be dialled. */
     private final Map<InetSocketAddress, Long> dataPorts = new ConcurrentHashMap<>();
-    private Thread thread;
+    private final SelectorAgentRunner runner;
     private RelayPolicy policy;
     private Liveness liveness;
-    private volatile boolean running = true;
     private volatile long dropped;
     private volatile String lastDropReason;
 
@@ -83,6 +85,7 @@ final class TcpRelay implements AutoCloseable {
         this.maxPending = maxPending;
         this.pending = new PendingRequests<>(maxPending);
         this.selector = Selector.open();
+        this.runner = new SelectorAgentRunner(THREAD_NAME, selector, new Loop());
     }
 
     /** Binds an endpoint on each link address (an ephemeral port); {@link #start} begins relaying. */
@@ -136,7 +139,7 @@ final class TcpRelay implements AutoCloseable {
         } else {
             LOG.info("jmesh relay: relayed data sockets are copied through this process: {}", KernelPipe.UNAVAILABLE);
         }
-        thread = Thread.ofPlatform().daemon().name(THREAD_NAME).start(this::run);
+        runner.start();
     }
 
     /** Relayed sockets whose bytes went through kernel pipes (splice(2)) rather than this process, for tests. */
@@ -153,18 +156,33 @@ final class TcpRelay implements AutoCloseable {
         return lastDropReason;
     }
 
-    private void run() {
-        while (running) {
-            try {
-                selector.select(this::onSelected, MAX_IDLE_MILLIS);
-                expire(System.nanoTime());
-            } catch (IOException | RuntimeException e) {
-                if (running) {
-                    LOG.error("jmesh relay: unexpected error; the relay keeps running", e);
-                }
-            }
+    /** The accepting thread's duty cycle: accept and read requests as they come, expire the late ones. */
+    private final class Loop implements SelectorAgent {
+        @Override
+        public String roleName() {
+            return "jmesh relay";
         }
-        closeAll();
+
+        @Override
+        public long firstWaitMillis() {
+            return MAX_IDLE_MILLIS;
+        }
+
+        @Override
+        public void onSelected(SelectionKey key) {
+            TcpRelay.this.onSelected(key);
+        }
+
+        @Override
+        public long doWork() {
+            expire(System.nanoTime());
+            return MAX_IDLE_MILLIS;
+        }
+
+        @Override
+        public void onClose() {
+            closeAll();
+        }
     }
 
     private void onSelected(SelectionKey key) {
@@ -370,18 +388,7 @@ final class TcpRelay implements AutoCloseable {
     /** Stops relaying: every relayed socket and endpoint closes, so both ends of each relayed connection learn it. */
     @Override
     public void close() {
-        running = false;
-        selector.wakeup();
-        if (thread != null && Thread.currentThread() != thread) {
-            try {
-                thread.join(5_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        if (thread == null) {
-            closeAll();
-        }
+        runner.close(); // closes the endpoints and pending requests, on its thread or here if it never started
         for (SpliceWorker w : workers) {
             if (w != null) {
                 w.close();
