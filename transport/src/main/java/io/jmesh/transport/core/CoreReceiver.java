@@ -96,7 +96,7 @@ public final class CoreReceiver implements Receiver {
         if (state != 0) {
             return state;
         }
-        ReceiveSlot slot = slots[(int) (head & (Cts.MAX_REQUESTS - 1))];
+        ReceiveSlot slot = slots[Slots.ofCount(head)];
         if (slot.busy) {
             // an application that keeps calling irecv(MORE) until it succeeds must not wait for receives it holds
             if (release() != 0) {
@@ -261,10 +261,10 @@ public final class CoreReceiver implements Receiver {
                         + ": the sender broke the protocol (run the same jmesh version on both nodes)");
                 return;
             }
-            while (eagerRequest < head && past(slots[(int) ((eagerRequest - 1) & (Cts.MAX_REQUESTS - 1))], p)) {
+            while (eagerRequest < head && past(slots[Slots.ofRequest(eagerRequest)], p)) {
                 eagerRequest++;
             }
-            ReceiveSlot slot = slots[(int) ((eagerRequest - 1) & (Cts.MAX_REQUESTS - 1))];
+            ReceiveSlot slot = slots[Slots.ofRequest(eagerRequest)];
             if (slot.seq != eagerRequest || !slot.busy || p < slot.first || p >= slot.first + slot.nreqs) {
                 fate.fail("eager record " + seq + " for stream position " + p + " falls in no posted receive: the "
                         + "sender broke the protocol (run the same jmesh version on both nodes)");

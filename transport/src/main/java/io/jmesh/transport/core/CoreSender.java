@@ -37,7 +37,7 @@ import java.util.function.Consumer;
  * (>= 0) or {@link Status} codes, and once {@link #close} ran every call answers {@link Status#CLOSED}.
  */
 public final class CoreSender implements Sender {
-    public static final int MESSAGES = Cts.MAX_REQUESTS * Cts.MAX_RECVS;
+    public static final int MESSAGES = Slots.BUFFERS;
     /** Request ids of one-sided operations start here, above every send's id. */
     public static final int OP_BASE = MESSAGES;
     /** Request ids of eager sends start here, above the one-sided operations'. */
@@ -111,13 +111,13 @@ public final class CoreSender implements Sender {
                     return id;
                 }
             }
-            if (!slots[(int) (head & (Cts.MAX_REQUESTS - 1))].full) {
+            if (!slots[Slots.ofCount(head)].full) {
                 wire.fetch(entryTail);             // its entries are needed now: the peer may have kept them back
             }
             return idle();
         }
         boolean small = wire.sendsEagerly(registration, length);
-        SendSlot slot = slots[(int) (head & (Cts.MAX_REQUESTS - 1))];
+        SendSlot slot = slots[Slots.ofCount(head)];
         int i = free(slot, tag);
         if (i < 0) {
             return idle();
@@ -144,7 +144,7 @@ public final class CoreSender implements Sender {
             fill(slot);
         }
         wire.matched(slot, i);
-        return slot.index * Cts.MAX_RECVS + i;
+        return Slots.key(slot.index, i);
     }
 
     /**
@@ -156,7 +156,7 @@ public final class CoreSender implements Sender {
      */
     private int learn() {
         while (true) {
-            SendSlot slot = slots[(int) (head & (Cts.MAX_REQUESTS - 1))];
+            SendSlot slot = slots[Slots.ofCount(head)];
             long seq = head + 1;
             if (slot.seq == seq) {
                 return 1;
@@ -340,8 +340,8 @@ public final class CoreSender implements Sender {
         if (request < 0 || request >= MESSAGES) {
             return Status.BAD_ARGUMENT;
         }
-        SendSlot slot = slots[request / Cts.MAX_RECVS];
-        int bit = 1 << (request % Cts.MAX_RECVS);
+        SendSlot slot = slots[Slots.slotOf(request)];
+        int bit = 1 << (Slots.bufferOf(request));
         if ((slot.matched & bit) == 0 || (slot.reported & bit) != 0) {
             return Status.BAD_ARGUMENT;
         }
@@ -376,8 +376,8 @@ public final class CoreSender implements Sender {
         if (request < 0 || request >= MESSAGES) {
             return -1;
         }
-        SendSlot slot = slots[request / Cts.MAX_RECVS];
-        int i = request % Cts.MAX_RECVS;
+        SendSlot slot = slots[Slots.slotOf(request)];
+        int i = Slots.bufferOf(request);
         return (slot.sized & (1 << i)) != 0 ? slot.length[i] : -1;
     }
 

@@ -2,6 +2,7 @@ package io.jmesh.transport.rdma;
 
 import io.jmesh.transport.core.Cts;
 import io.jmesh.transport.verbs.Wr;
+import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;
 
@@ -123,7 +124,7 @@ final class PullIntake extends RelayIntake {
                         + flags + ") for a receive of " + posted + " (run the same jmesh version on every node)");
                 return false;
             }
-            pipe.sizes[slot * Cts.MAX_RECVS + i] = length;
+            pipe.sizes[Slots.key(slot, i)] = length;
         }
         return true;
     }

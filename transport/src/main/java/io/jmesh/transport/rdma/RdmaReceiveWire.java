@@ -12,6 +12,7 @@ import io.jmesh.transport.core.ReceiveWire;
 import io.jmesh.transport.verbs.Wr;
 import io.jmesh.verbs.Errno;
 import io.jmesh.verbs.ffi.verbs_h;
+import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;
 import java.util.function.Supplier;
@@ -319,7 +320,7 @@ final class RdmaReceiveWire implements ReceiveWire {
                 continue;
             }
             RdmaRegistration r = (RdmaRegistration) registrations[i];
-            Wr.sge(flushEp.sge[w], flushEp.control.address() + ((long) op.index * Cts.MAX_RECVS + i) * 64, 1,
+            Wr.sge(flushEp.sge[w], flushEp.control.address() + ((long) Slots.key(op.index, i)) * 64, 1,
                     flushEp.controlMr.lkey());
             Wr.send(flushEp.wr[w], op.index, MemorySegment.NULL, flushEp.sge[w], 1, opRead,
                     i == lastRead ? flagSignaled : 0, 0, r.address + offsets[i], r.rkey(flushEp.deviceIndex));
@@ -398,7 +399,7 @@ final class RdmaReceiveWire implements ReceiveWire {
         if (--pendingRails[index] == 0) {
             if (sizesInArray[index]) {
                 // rail 0's immediate came after the size array it wrote: the sizes are there
-                int base = index * Cts.MAX_RECVS;
+                int base = Slots.key(index, 0);
                 for (int j = 0; j < slot.nreqs; j++) {
                     slot.received[j] = sizes.getAtIndex(JAVA_LONG, base + j);
                 }

@@ -12,6 +12,7 @@ import io.jmesh.transport.core.SendWire;
 import io.jmesh.transport.verbs.Wr;
 import io.jmesh.verbs.Errno;
 import io.jmesh.verbs.ffi.verbs_h;
+import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
@@ -38,7 +39,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * one-sided operations and the liveness probe.
  */
 final class RdmaSendWire implements SendWire {
-    static final long SIZES_BYTES = (long) Cts.MAX_REQUESTS * Cts.MAX_RECVS * 8;
+    static final long SIZES_BYTES = (long) Slots.BUFFERS * 8;
     /** Rail 0's control region: the FIFO (the receiver's staging), then the size array (the sender's staging). */
     static final long CONTROL_BYTES = Cts.FIFO_BYTES + SIZES_BYTES;
     /** With an eager ring: the credit word (receiver: its staging), then the ring (sender: the staging ring). */
@@ -147,7 +148,7 @@ final class RdmaSendWire implements SendWire {
 
     /** The slot index an immediate names. */
     static int immSlot(int imm) {
-        return (imm >>> IMM_SLOT_SHIFT) & (Cts.MAX_REQUESTS - 1);
+        return Slots.ofCount(imm >>> IMM_SLOT_SHIFT);
     }
 
     /**
@@ -270,7 +271,7 @@ final class RdmaSendWire implements SendWire {
     @Override
     public void matched(SendSlot slot, int i) {
         if (slot.full()) {
-            fullQueue[(int) (full++ & (Cts.MAX_REQUESTS - 1))] = slot.index;
+            fullQueue[Slots.ofCount(full++)] = slot.index;
             drainPosts();
         }
     }
@@ -281,7 +282,7 @@ final class RdmaSendWire implements SendWire {
      */
     private void drainPosts() {
         while (posted < full && !fate.failed()) {
-            if (!post(slots[fullQueue[(int) (posted & (Cts.MAX_REQUESTS - 1))]])) {
+            if (!post(slots[fullQueue[Slots.ofCount(posted)]])) {
                 return;
             }
             posted++;
@@ -316,7 +317,7 @@ final class RdmaSendWire implements SendWire {
             }
             railWrs[rail] = total;
         }
-        int base = s.index * Cts.MAX_RECVS;
+        int base = Slots.key(s.index, 0);
         if (!inlineSize) {
             for (int i = 0; i < n; i++) {
                 sizesStaging.setAtIndex(JAVA_LONG, base + i, s.length[i]);
@@ -375,7 +376,7 @@ final class RdmaSendWire implements SendWire {
         if (!immSent) {
             long entry = Cts.at(s.entry);
             if (!inlineSize && rail == 0) {
-                long at = s.index * Cts.MAX_RECVS * 8L;
+                long at = Slots.key(s.index, 0) * 8L;
                 Wr.sge(r.sge[w], sizesStaging.address() + at, n * 8, ep.controlMr.lkey());
                 Wr.send(r.wr[w], s.index, MemorySegment.NULL, r.sge[w], 1, opWriteImm, flagSignaled, imm,
                         peerSizesAddress + at, peerSizesRkey);
@@ -523,7 +524,7 @@ final class RdmaSendWire implements SendWire {
             opsInFlight[k].finish(1, null);
             opsInFlight[k] = null;
         } else {
-            int slot = (int) wrId & (Cts.MAX_REQUESTS - 1);
+            int slot = Slots.ofCount(wrId);
             outstanding[rail] -= wrCount[slot * Cts.MAX_RAILS + rail];
             if (--pendingRails[slot] == 0) {
                 slots[slot].completeAll();

@@ -2,6 +2,7 @@ package io.jmesh.transport.rdma;
 
 import io.jmesh.transport.core.Cts;
 import io.jmesh.transport.verbs.Wr;
+import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;
 
@@ -57,7 +58,7 @@ final class ReceiverOutlet extends RelayOutlet {
             int slot = RelayPipe.slot(endRequest);
             long position = pipe.entryOf[slot];
             int n = pipe.buffersOf[slot];
-            long size0 = pipe.sizes[slot * Cts.MAX_RECVS];
+            long size0 = pipe.sizes[Slots.key(slot, 0)];
             int slotBits = slot << RdmaSendWire.IMM_SLOT_SHIFT;  // the receiver's slot: requests from 1, slots from 0
             if (n == 1 && size0 <= RdmaSendWire.IMM_SIZE_MASK) {
                 long e = Cts.at(position);
@@ -65,9 +66,9 @@ final class ReceiverOutlet extends RelayOutlet {
                         pipe.flagSignaled, slotBits | (int) size0, Cts.addr(pipe.fifo, e),
                         Cts.rkey(pipe.fifo, e, 0));
             } else {
-                long at = (long) slot * Cts.MAX_RECVS * 8;
+                long at = Slots.key(slot, 0) * 8L;
                 for (int i = 0; i < n; i++) {
-                    sizesStaging.set(JAVA_LONG, at + 8L * i, pipe.sizes[slot * Cts.MAX_RECVS + i]);
+                    sizesStaging.set(JAVA_LONG, at + 8L * i, pipe.sizes[Slots.key(slot, i)]);
                 }
                 Wr.sge(down.sge[0], sizesStaging.address() + at, n * 8, down.controlMr.lkey());
                 Wr.send(down.wr[0], RelayPipe.END, MemorySegment.NULL, down.sge[0], 1, pipe.opWriteImm,

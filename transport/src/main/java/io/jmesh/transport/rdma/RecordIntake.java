@@ -1,6 +1,7 @@
 package io.jmesh.transport.rdma;
 
 import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;
 
@@ -56,7 +57,7 @@ final class RecordIntake extends RelayIntake {
             int slot = RelayPipe.slot(pipe.taken);
             int buffer = RelayLayout.trailerBuffer(ring, t);
             long length = RelayLayout.trailerLength(ring, t);
-            pipe.sizes[slot * Cts.MAX_RECVS + buffer] = RelayLayout.trailerTotal(ring, t);
+            pipe.sizes[Slots.key(slot, buffer)] = RelayLayout.trailerTotal(ring, t);
             seen |= 1 << buffer;
             pipe.add(slot, buffer, RelayLayout.trailerOffset(ring, t), length,
                     pipe.memory.address + t - length, false, true);

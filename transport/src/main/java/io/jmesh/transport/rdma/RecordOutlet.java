@@ -1,7 +1,7 @@
 package io.jmesh.transport.rdma;
 
-import io.jmesh.transport.core.Cts;
 import io.jmesh.transport.verbs.Wr;
+import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;
 
@@ -59,7 +59,7 @@ final class RecordOutlet extends RelayOutlet {
                 long slotAt = (sent % records) * stride;
                 long t = (sent % records) * RelayLayout.TRAILER_BYTES;
                 RelayLayout.trailer(trailers, t, p.offset + p.sent, (int) n, p.buffer,
-                        p.last && end ? RelayLayout.LAST : 0, pipe.sizes[p.slot * Cts.MAX_RECVS + p.buffer],
+                        p.last && end ? RelayLayout.LAST : 0, pipe.sizes[Slots.key(p.slot, p.buffer)],
                         sent + 1);
                 int sges = 1;
                 if (n > 0) {

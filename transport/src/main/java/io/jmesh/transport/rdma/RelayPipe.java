@@ -5,6 +5,7 @@ import io.jmesh.transport.core.Cts;
 import io.jmesh.transport.verbs.Wr;
 import io.jmesh.verbs.Errno;
 import io.jmesh.verbs.ffi.verbs_h;
+import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;
 import java.util.function.Function;
@@ -64,7 +65,7 @@ final class RelayPipe implements AutoCloseable {
     final int[] buffersOf = new int[Cts.MAX_REQUESTS];
     final long[] pieceEnd = new long[Cts.MAX_REQUESTS];
     /** per message slot and buffer: the sender's length of the buffer (the size the receiver is told) */
-    final long[] sizes = new long[Cts.MAX_REQUESTS * Cts.MAX_RECVS];
+    final long[] sizes = new long[Slots.BUFFERS];
 
     /** the next message whose clear-to-send is forwarded, and its first entry's position */
     long ctsRequest = 1;
@@ -312,7 +313,7 @@ final class RelayPipe implements AutoCloseable {
     }
 
     static int slot(long request) {
-        return (int) ((request - 1) & (Cts.MAX_REQUESTS - 1));
+        return Slots.ofRequest(request);
     }
 
     boolean failed() {

@@ -10,6 +10,7 @@ import io.jmesh.transport.core.SendWire;
 import io.jmesh.transport.verbs.Wr;
 import io.jmesh.verbs.Errno;
 import io.jmesh.verbs.ffi.verbs_h;
+import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;
 
@@ -74,7 +75,7 @@ final class RelayedSendWire implements SendWire {
 
     private void drainPosts() {
         while (posted < full && !fate.failed()) {
-            if (!post(slots[(int) (posted & (Cts.MAX_REQUESTS - 1))])) {
+            if (!post(slots[Slots.ofCount(posted)])) {
                 return;
             }
             posted++;
@@ -163,7 +164,7 @@ final class RelayedSendWire implements SendWire {
             return;
         }
         while (completed < done) {
-            slots[(int) (completed & (Cts.MAX_REQUESTS - 1))].completeAll();
+            slots[Slots.ofCount(completed)].completeAll();
             completed++;
         }
         if (n == 0 && outstanding < ep.sendDepth) {

@@ -3,6 +3,7 @@ package io.jmesh.transport.tcp;
 import io.jmesh.api.Registration;
 import io.jmesh.transport.core.Cts;
 import io.jmesh.transport.core.ReceiveSlot;
+import io.jmesh.transport.core.Slots;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -19,9 +20,9 @@ final class PostedTable {
 
     private final int[] stamps = new int[Cts.MAX_REQUESTS];
     private final int[] counts = new int[Cts.MAX_REQUESTS];
-    private final TcpRegistration[] registrations = new TcpRegistration[Cts.MAX_REQUESTS * Cts.MAX_RECVS];
-    private final long[] offsets = new long[Cts.MAX_REQUESTS * Cts.MAX_RECVS];
-    private final long[] sizes = new long[Cts.MAX_REQUESTS * Cts.MAX_RECVS];
+    private final TcpRegistration[] registrations = new TcpRegistration[Slots.BUFFERS];
+    private final long[] offsets = new long[Slots.BUFFERS];
+    private final long[] sizes = new long[Slots.BUFFERS];
 
     /** Publishes a posted receive; the receiver's thread, before its clear-to-send is queued. */
     void publish(ReceiveSlot slot) {
@@ -31,9 +32,9 @@ final class PostedTable {
         counts[s] = slot.nreqs;
         for (int i = 0; i < slot.nreqs; i++) {
             Registration r = slot.registration[i];
-            registrations[s * Cts.MAX_RECVS + i] = r instanceof TcpRegistration t ? t : null;
-            offsets[s * Cts.MAX_RECVS + i] = slot.offset[i];
-            sizes[s * Cts.MAX_RECVS + i] = slot.maxSize[i];
+            registrations[Slots.key(s, i)] = r instanceof TcpRegistration t ? t : null;
+            offsets[Slots.key(s, i)] = slot.offset[i];
+            sizes[Slots.key(s, i)] = slot.maxSize[i];
         }
         STAMP.setRelease(stamps, s, (int) slot.seq);
     }
@@ -48,7 +49,7 @@ final class PostedTable {
      * {@code into} with the destination (registration, offset in it), or what is wrong. The lane's thread.
      */
     String resolve(int seq, int index, long total, long offset, int length, Destination into) {
-        int s = (seq - 1) & (Cts.MAX_REQUESTS - 1);
+        int s = Slots.ofRequest(seq);
         int stamp = (int) STAMP.getAcquire(stamps, s);
         if (stamp != seq || seq == 0) {
             return "data for receive number " + Integer.toUnsignedString(seq) + ", which is not posted";
@@ -57,7 +58,7 @@ final class PostedTable {
         if (index >= count) {
             return "data for buffer " + index + " of a receive of " + count + " buffers";
         }
-        int k = s * Cts.MAX_RECVS + index;
+        int k = Slots.key(s, index);
         TcpRegistration r = registrations[k];
         long base = offsets[k];
         long size = sizes[k];

@@ -7,6 +7,7 @@ import io.jmesh.transport.core.Op;
 import io.jmesh.transport.core.OpWindow;
 import io.jmesh.transport.core.ReceiveSlot;
 import io.jmesh.transport.core.ReceiveWire;
+import io.jmesh.transport.core.Slots;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -49,8 +50,8 @@ final class TcpReceiveWire implements ReceiveWire {
     private final int[] slotOps = new int[Cts.MAX_REQUESTS];
     private final int[] doneMask = new int[Cts.MAX_REQUESTS];
     /** per buffer (slot * 8 + i): the message's total as the first chunk said, and its operation count */
-    private final long[] expected = new long[CoreReceiver.FLUSH_BASE * Cts.MAX_RECVS];
-    private final int[] messageOps = new int[CoreReceiver.FLUSH_BASE * Cts.MAX_RECVS];
+    private final long[] expected = new long[Slots.BUFFERS];
+    private final int[] messageOps = new int[Slots.BUFFERS];
     /** Slots whose data is all in but which wait for one-sided operations to be applied. */
     private int waiting;
 
@@ -110,7 +111,7 @@ final class TcpReceiveWire implements ReceiveWire {
 
     @Override
     public int post(ReceiveSlot slot, boolean hold) {
-        int base = slot.index * Cts.MAX_RECVS;
+        int base = Slots.key(slot.index, 0);
         for (int i = 0; i < slot.nreqs; i++) {
             expected[base + i] = -1;
         }
@@ -283,8 +284,8 @@ final class TcpReceiveWire implements ReceiveWire {
             chunkReceived(k, 0);
             return true;
         }
-        ReceiveSlot slot = slots[k / Cts.MAX_RECVS];
-        int index = k % Cts.MAX_RECVS;
+        ReceiveSlot slot = slots[Slots.slotOf(k)];
+        int index = Slots.bufferOf(k);
         reading[j] = k;
         length[j] = chunk;
         payload[j] = views[j].view((TcpRegistration) slot.registration[index],
@@ -297,7 +298,7 @@ final class TcpReceiveWire implements ReceiveWire {
      * total and operation count; returns the buffer's id (slot * 8 + index), or -1 when it failed the connection.
      */
     private int accept(int seq, int index, long total, int chunk, int ops) {
-        ReceiveSlot slot = slots[(seq - 1) & (Cts.MAX_REQUESTS - 1)];
+        ReceiveSlot slot = slots[Slots.ofRequest(seq)];
         if (!slot.busy() || (int) slot.seq != seq || slot.completed() || doneMask[slot.index] == mask(slot)) {
             conn.violation("data for receive number " + Integer.toUnsignedString(seq) + ", which is not posted");
             return -1;
@@ -306,7 +307,7 @@ final class TcpReceiveWire implements ReceiveWire {
             conn.violation("data for buffer " + index + " of a receive of " + slot.nreqs + " buffers");
             return -1;
         }
-        int k = slot.index * Cts.MAX_RECVS + index;
+        int k = Slots.key(slot.index, index);
         if (total > slot.maxSize[index]) {
             conn.violation("a message of " + total + " bytes for a buffer of " + slot.maxSize[index]
                     + " (the sender must answer TRUNCATED instead)");
@@ -336,8 +337,8 @@ final class TcpReceiveWire implements ReceiveWire {
     }
 
     private void chunkReceived(int k, int bytes) {
-        ReceiveSlot slot = slots[k / Cts.MAX_RECVS];
-        int i = k % Cts.MAX_RECVS;
+        ReceiveSlot slot = slots[Slots.slotOf(k)];
+        int i = Slots.bufferOf(k);
         slot.received[i] += bytes;
         if (slot.received[i] == expected[k]) {
             doneMask[slot.index] |= 1 << i;

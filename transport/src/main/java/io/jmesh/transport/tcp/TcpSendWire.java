@@ -8,6 +8,7 @@ import io.jmesh.transport.core.Op;
 import io.jmesh.transport.core.OpWindow;
 import io.jmesh.transport.core.SendSlot;
 import io.jmesh.transport.core.SendWire;
+import io.jmesh.transport.core.Slots;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -150,11 +151,11 @@ final class TcpSendWire implements SendWire {
 
     @Override
     public void matched(SendSlot slot, int i) {
-        int k = slot.index * Cts.MAX_RECVS + i;
+        int k = Slots.key(slot.index, i);
         Outgoing m = out[k];
         long length = slot.length[i];
         boolean striped = lanes.length > 0 && length > SMALL && ((TcpRegistration) slot.registration[i]).shared
-                && !peerLocal[(int) ((slot.seq - 1) & (Cts.MAX_REQUESTS - 1))];
+                && !peerLocal[Slots.ofRequest(slot.seq)];
         long share = striped ? (length + lanes.length - 1) / lanes.length : length;
         long chunk = Math.min(ChunkHeader.SEND_MAX, Math.max(ChunkHeader.SEND_MIN, share));
         m.chunk = (int) ((chunk + 4095) & ~4095L);
@@ -204,7 +205,7 @@ final class TcpSendWire implements SendWire {
                 ops[k].finish(opResult[k], opFailure[k]);
                 ops[k] = null;
             } else {
-                slots[id / Cts.MAX_RECVS].complete(id % Cts.MAX_RECVS);
+                slots[Slots.slotOf(id)].complete(Slots.bufferOf(id));
             }
         }
     }
@@ -314,7 +315,7 @@ final class TcpSendWire implements SendWire {
         }
         entryHead += n;
         ctsReceived = seq;
-        peerLocal[(int) ((seq - 1) & (Cts.MAX_REQUESTS - 1))] = CtsFrame.local(reverse, at);
+        peerLocal[Slots.ofRequest(seq)] = CtsFrame.local(reverse, at);
         return true;
     }
 
@@ -415,8 +416,8 @@ final class TcpSendWire implements SendWire {
     private void feed() {
         while (bulkHead != bulkTail) {
             int k = bulk[bulkHead & (CoreSender.MESSAGES - 1)];
-            SendSlot slot = slots[k / Cts.MAX_RECVS];
-            int i = k % Cts.MAX_RECVS;
+            SendSlot slot = slots[Slots.slotOf(k)];
+            int i = Slots.bufferOf(k);
             Outgoing m = out[k];
             long length = slot.length[i];
             int stripes = (int) Math.min(lanes.length, (length + m.chunk - 1) / m.chunk);
@@ -486,8 +487,8 @@ final class TcpSendWire implements SendWire {
             return false;
         }
         int k = queue[queueHead & (CoreSender.MESSAGES - 1)];
-        SendSlot slot = slots[k / Cts.MAX_RECVS];
-        int i = k % Cts.MAX_RECVS;
+        SendSlot slot = slots[Slots.slotOf(k)];
+        int i = Slots.bufferOf(k);
         long offset = out[k].assigned;
         int length = nextChunk(k);
         ChunkHeader.write(header0, i, (int) slot.seq, slot.length[i], offset, length, out[k].ops);
@@ -502,7 +503,7 @@ final class TcpSendWire implements SendWire {
 
     /** The length of message k's next chunk (it starts at {@code out[k].assigned}). */
     private int nextChunk(int k) {
-        return (int) Math.min(out[k].chunk, slots[k / Cts.MAX_RECVS].length[k % Cts.MAX_RECVS] - out[k].assigned);
+        return (int) Math.min(out[k].chunk, slots[Slots.slotOf(k)].length[Slots.bufferOf(k)] - out[k].assigned);
     }
 
     /** Message k's next chunk, of {@code length} bytes, is handed out; true when it was the last. */
@@ -510,7 +511,7 @@ final class TcpSendWire implements SendWire {
         Outgoing m = out[k];
         m.assigned += length;
         m.outstanding++;
-        if (m.assigned < slots[k / Cts.MAX_RECVS].length[k % Cts.MAX_RECVS]) {
+        if (m.assigned < slots[Slots.slotOf(k)].length[Slots.bufferOf(k)]) {
             return false;
         }
         m.queued = false;
