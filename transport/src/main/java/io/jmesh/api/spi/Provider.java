@@ -1,7 +1,6 @@
 package io.jmesh.api.spi;
 
 import io.jmesh.api.Connector;
-import io.jmesh.api.Fabric;
 import io.jmesh.api.Listener;
 import io.jmesh.api.Registration;
 import io.jmesh.api.ListenHandle;
@@ -14,9 +13,9 @@ import java.util.List;
 
 /**
  * A transport behind the API: verbs ({@code rdma}) or sockets ({@code tcp}). A {@link ProviderFactory} opens it and
- * {@link Fabric} wraps it; applications use the fabric, and only code that adds a transport implements this. A
- * provider owns what it creates (listeners, connects, connections, its handshake agent) and closes it in
- * {@link #close()}.
+ * {@link io.jmesh.api.Fabric} wraps it (named in full: the API imports the SPI, never the other way round);
+ * applications use the fabric, and only code that adds a transport implements this. A provider owns what it creates
+ * (listeners, connects, connections, its handshake agent) and closes it in {@link #close()}.
  *
  * <pre>{@code
  * try (Fabric fabric = Fabric.open()) {               // JMESH_PROVIDER=auto|rdma|tcp

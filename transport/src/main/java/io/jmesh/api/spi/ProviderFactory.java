@@ -1,16 +1,16 @@
 package io.jmesh.api.spi;
 
 import io.jmesh.api.Context;
-import io.jmesh.api.Fabric;
 import io.jmesh.api.ProviderUnavailableException;
 
 import java.util.List;
 
 /**
- * Opens one transport. {@link Fabric} finds the factories with {@link java.util.ServiceLoader}: a factory is listed in
- * {@code META-INF/services/io.jmesh.api.spi.ProviderFactory} (jmesh runs on the class path) and by {@code provides} in
- * its module's {@code module-info}. {@code JMESH_PROVIDER} names one by {@link #name()} or an {@link #aliases() alias};
- * {@code auto} tries, in {@link #autoOrder()}, those that take part, and takes the first that can run here.
+ * Opens one transport. {@link io.jmesh.api.Fabric} finds the factories with {@link java.util.ServiceLoader}: a
+ * factory is listed in {@code META-INF/services/io.jmesh.api.spi.ProviderFactory} (jmesh runs on the class path) and
+ * by {@code provides} in its module's {@code module-info}. {@code JMESH_PROVIDER} names one by {@link #name()} or an
+ * {@link #aliases() alias}; {@code auto} tries, in {@link #autoOrder()}, those that take part, and takes the first
+ * that can run here.
  *
  * <pre>{@code
  * public final class LoopProviderFactory implements ProviderFactory {
