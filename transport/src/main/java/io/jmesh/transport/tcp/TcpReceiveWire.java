@@ -55,13 +55,14 @@ final class TcpReceiveWire implements ReceiveWire {
     /** Slots whose data is all in but which wait for one-sided operations to be applied. */
     private int waiting;
 
-    // per data socket: the header or chunk being read
-    private final ByteBuffer[] headers;
-    private final ByteBuffer[] payload;
-    private final int[] reading;
-    private final int[] length;
-    private final boolean[] endOfStream;
-    private final ViewCache[] views;
+    // socket 0, which this thread reads itself (the bulk sockets are the lanes'): the header or chunk being read
+    private final ByteBuffer header = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
+    private final ViewCache views = new ViewCache();
+    private ByteBuffer payload;
+    /** HEADER, OP_PAYLOAD, or the key of the buffer whose chunk is being read. */
+    private int reading = HEADER;
+    private int length;
+    private boolean endOfStream;
     private int endOfStreamCount;
     private long firstEndOfStreamNanos;
     private final TcpRegistry registry;
@@ -73,16 +74,6 @@ final class TcpReceiveWire implements ReceiveWire {
         this.server = new TcpOpServer(conn, registry);
         this.sockets = conn.sockets;
         this.socketCount = sockets.length;
-        // what this thread reads itself: socket 0 (the bulk sockets are the lanes')
-        this.headers = new ByteBuffer[1];
-        this.payload = new ByteBuffer[1];
-        this.reading = new int[1];
-        this.length = new int[1];
-        this.endOfStream = new boolean[1];
-        this.views = new ViewCache[1];
-        headers[0] = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
-        reading[0] = HEADER;
-        views[0] = new ViewCache();
         lanes = new ReceiveLane[socketCount - 1];
         posted = lanes.length > 0 ? new PostedTable() : null;
         for (int l = 0; l < lanes.length; l++) {
@@ -144,10 +135,10 @@ final class TcpReceiveWire implements ReceiveWire {
     @Override
     public void progress() {
         // once the peer ended socket 0 it reads nothing more: a write would only turn its orderly close into a reset
-        if (conn.state() != 0 || (!endOfStream[0] && !server.writeBack(sockets[0]))) {
+        if (conn.state() != 0 || (!endOfStream && !server.writeBack(sockets[0]))) {
             return;
         }
-        if (!endOfStream[0] && !read(0)) {
+        if (!endOfStream && !read()) {
             return;
         }
         for (ReceiveLane lane : lanes) {
@@ -167,23 +158,23 @@ final class TcpReceiveWire implements ReceiveWire {
             conn.lostEndOfStream("");
             return;
         }
-        if (server.owed() && !endOfStream[0]) {
+        if (server.owed() && !endOfStream) {
             server.writeBack(sockets[0]);
         }
     }
 
-    /** Reads socket j: headers, then payload straight into the posted buffer. False when the connection failed. */
-    private boolean read(int j) {
-        SocketChannel ch = sockets[j];
+    /** Reads socket 0: headers, then payload straight into the posted buffer. False when the connection failed. */
+    private boolean read() {
+        SocketChannel ch = sockets[0];
         for (int r = 0; r < READS_PER_SOCKET; r++) {
-            int state = reading[j];
-            if (state == HEADER && !headers[j].hasRemaining()) {
-                if (!begin(j)) {                   // a write that waited for earlier reads to be served
+            int state = reading;
+            if (state == HEADER && !header.hasRemaining()) {
+                if (!begin()) {                   // a write that waited for earlier reads to be served
                     return !conn.failed();
                 }
                 continue;
             }
-            ByteBuffer b = state == HEADER ? headers[j] : state == OP_PAYLOAD ? server.buffer() : payload[j];
+            ByteBuffer b = state == HEADER ? header : state == OP_PAYLOAD ? server.buffer() : payload;
             int got;
             try {
                 got = ch.read(b);
@@ -195,11 +186,11 @@ final class TcpReceiveWire implements ReceiveWire {
                 return false;
             }
             if (got < 0) {
-                if (state != HEADER || headers[j].position() > 0) {
+                if (state != HEADER || header.position() > 0) {
                     conn.lostEndOfStream(" in the middle of a message");
                     return false;
                 }
-                endOfStream[j] = true;
+                endOfStream = true;
                 endOfStreamSeen();
                 return true;
             }
@@ -207,19 +198,19 @@ final class TcpReceiveWire implements ReceiveWire {
                 return true; // nothing more for now
             }
             if (state == HEADER) {
-                if (!begin(j)) {
+                if (!begin()) {
                     return !conn.failed();
                 }
             } else if (state == OP_PAYLOAD) {
                 server.filled();
                 if (!server.reading()) {
-                    reading[j] = HEADER;
+                    reading = HEADER;
                     completeWaiting();
                 }
             } else {
-                reading[j] = HEADER;
-                payload[j] = null;
-                chunkReceived(state, length[j]);
+                reading = HEADER;
+                payload = null;
+                chunkReceived(state, length);
             }
         }
         return true;
@@ -247,28 +238,24 @@ final class TcpReceiveWire implements ReceiveWire {
         return true;
     }
 
-    /** Starts on a complete header of socket j: a data chunk, or (on socket 0) a one-sided request. */
-    private boolean begin(int j) {
-        byte type = headers[j].get(0);
+    /** Starts on a complete header of socket 0: a data chunk or a one-sided request. */
+    private boolean begin() {
+        byte type = header.get(0);
         if (type != OpFrame.WRITE && type != OpFrame.READ) {
-            return beginChunk(j);
+            return beginChunk();
         }
-        if (j != 0) {
-            conn.violation("a one-sided request on data socket " + j + " (only socket 0 carries them)");
-            return false;
-        }
-        int begun = server.begin(headers[0]);
+        int begun = server.begin(header);
         if (begun != TcpOpServer.BEGUN) {
             return false;
         }
-        reading[0] = server.reading() ? OP_PAYLOAD : HEADER;
+        reading = server.reading() ? OP_PAYLOAD : HEADER;
         completeWaiting();
         return true;
     }
 
-    /** Checks a chunk header against the posted receive and points socket j at the chunk's place in the buffer. */
-    private boolean beginChunk(int j) {
-        ByteBuffer h = headers[j];
+    /** Checks a chunk header against the posted receive and points socket 0 at the chunk's place in the buffer. */
+    private boolean beginChunk() {
+        ByteBuffer h = header;
         String bad = ChunkHeader.check(h);
         if (bad != null) {
             conn.violation(bad);
@@ -286,9 +273,9 @@ final class TcpReceiveWire implements ReceiveWire {
         }
         ReceiveSlot slot = slots[Slots.slotOf(k)];
         int index = Slots.bufferOf(k);
-        reading[j] = k;
-        length[j] = chunk;
-        payload[j] = views[j].view((TcpRegistration) slot.registration[index],
+        reading = k;
+        length = chunk;
+        payload = views.view((TcpRegistration) slot.registration[index],
                 slot.offset[index] + ChunkHeader.offset(h), chunk);
         return true;
     }
