@@ -43,6 +43,15 @@ final class TcpSendWire implements SendWire {
     private static final int REVERSE_READS = 8;
     private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
 
+    /** A one-sided operation on its way out: how much of a write's data went on the wire, and how it ended. */
+    private static final class OutgoingOp {
+        Op op;
+        long assigned;
+        long issue;
+        int result;
+        String failure;
+    }
+
     /** A matched message on its way out: how far its chunks got. */
     private static final class Outgoing {
         long assigned;
@@ -89,11 +98,7 @@ final class TcpSendWire implements SendWire {
     private int nextLane;
 
     // one-sided operations: issued, put on the wire (all pieces handed to socket 0), answered by the owner
-    private final Op[] ops = new Op[OpWindow.SIZE];
-    private final long[] opAssigned = new long[OpWindow.SIZE];
-    private final long[] opIssue = new long[OpWindow.SIZE];
-    private final int[] opResult = new int[OpWindow.SIZE];
-    private final String[] opFailure = new String[OpWindow.SIZE];
+    private final OutgoingOp[] ops = new OutgoingOp[OpWindow.SIZE];
     private long opsIssued;
     private long opsSent;
     private long opsDone;
@@ -120,6 +125,9 @@ final class TcpSendWire implements SendWire {
         this.sockets = conn.sockets;
         for (int k = 0; k < out.length; k++) {
             out[k] = new Outgoing();
+        }
+        for (int k = 0; k < ops.length; k++) {
+            ops[k] = new OutgoingOp();
         }
         lanes = new SendLane[sockets.length - 1];
         laneMessage = new int[lanes.length][SendLane.DEPTH];
@@ -181,13 +189,13 @@ final class TcpSendWire implements SendWire {
         if (!"tcp".equals(op.remote.provider()) || TcpRegistration.idOf(op.remote) == 0) {
             return Status.BAD_ARGUMENT;
         }
-        int k = op.index;
-        ops[k] = op;
-        opAssigned[k] = 0;
-        opResult[k] = 0;
-        opFailure[k] = null;
-        opIssue[k] = ++issued;
-        order[(int) (opIssue[k] & (ORDER - 1))] = CoreSender.OP_BASE + k;
+        OutgoingOp o = ops[op.index];
+        o.op = op;
+        o.assigned = 0;
+        o.result = 0;
+        o.failure = null;
+        o.issue = ++issued;
+        order[(int) (o.issue & (ORDER - 1))] = CoreSender.OP_BASE + op.index;
         opsIssued++;
         transmit();
         return 0;
@@ -201,9 +209,9 @@ final class TcpSendWire implements SendWire {
             finished[at] = false;
             int id = order[at];
             if (id >= CoreSender.OP_BASE) {
-                int k = id - CoreSender.OP_BASE;
-                ops[k].finish(opResult[k], opFailure[k]);
-                ops[k] = null;
+                OutgoingOp o = ops[id - CoreSender.OP_BASE];
+                o.op.finish(o.result, o.failure);
+                o.op = null;
             } else {
                 slots[Slots.slotOf(id)].complete(Slots.bufferOf(id));
             }
@@ -333,8 +341,8 @@ final class TcpSendWire implements SendWire {
                     + (next > opsSent ? "none: " + (opsIssued - opsDone) + " unsent" : String.valueOf(next)) + ")");
             return false;
         }
-        int k = (int) ((next - 1) & (OpWindow.SIZE - 1));
-        Op op = ops[k];
+        OutgoingOp o = ops[(int) ((next - 1) & (OpWindow.SIZE - 1))];
+        Op op = o.op;
         if (OpFrame.type(reverse, at) == OpFrame.ANSWER) {
             long offset = OpFrame.offset(reverse, at);
             int length = OpFrame.pieceLength(reverse, at);
@@ -356,14 +364,14 @@ final class TcpSendWire implements SendWire {
                 conn.violation("a read completed with " + got + " of " + op.length + " bytes");
                 return false;
             }
-            opResult[k] = 1;
+            o.result = 1;
         } else {
-            opResult[k] = Status.REFUSED;
-            opFailure[k] = refusal(op, status, OpFrame.detail(reverse, at));
+            o.result = Status.REFUSED;
+            o.failure = refusal(op, status, OpFrame.detail(reverse, at));
         }
         answering = null;
         opsDone = next;
-        finish(opIssue[k]);
+        finish(o.issue);
         return true;
     }
 
@@ -523,8 +531,8 @@ final class TcpSendWire implements SendWire {
         if (opsSent == opsIssued) {
             return false;
         }
-        int k = (int) (opsSent & (OpWindow.SIZE - 1));
-        Op op = ops[k];
+        OutgoingOp o = ops[(int) (opsSent & (OpWindow.SIZE - 1))];
+        Op op = o.op;
         int number = (int) (opsSent + 1);
         long key = TcpRegistration.idOf(op.remote);
         if (op.read) {
@@ -532,13 +540,13 @@ final class TcpSendWire implements SendWire {
             payload0 = EMPTY;
             opsSent++;
         } else {
-            long done = opAssigned[k];
+            long done = o.assigned;
             int length = (int) Math.min(ChunkHeader.SEND_MAX, op.length - done);
             boolean last = done + length == op.length;
             OpFrame.request(header0, OpFrame.WRITE, last, number, key, op.remoteOffset + done, length);
             payload0 = length == 0 ? EMPTY
                     : views0.view((TcpRegistration) op.local, op.localOffset + done, length);
-            opAssigned[k] = done + length;
+            o.assigned = done + length;
             if (last) {
                 opsSent++;
             }
