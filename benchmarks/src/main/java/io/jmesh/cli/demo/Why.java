@@ -24,7 +24,8 @@ final class Why {
         if (direct.isEmpty()) {
             List<IpPrefix> mine = fabric.links().stream().map(LocalLink::prefix).toList();
             throw new NoRouteException("no link of this node " + mine + " shares a subnet with the peer "
-                    + peer.prefixes(), mine, peer.prefixes());
+                    + peer.prefixes() + ": give each cabled pair addresses in one subnet (JMESH_ADDRESSES)", mine,
+                    peer.prefixes());
         }
         LocalLink l = direct.getFirst();
         return new Choice(l, peer.addresses().stream().filter(a -> a.prefix().sharesSubnetWith(l.prefix()))

@@ -116,9 +116,15 @@ final class KernelPipe implements AutoCloseable {
             }
             int r = fds.getAtIndex(ValueLayout.JAVA_INT, 0);
             int w = fds.getAtIndex(ValueLayout.JAVA_INT, 1);
-            // refused above pipe-max-size or the user's pipe pages: the pipe keeps its default (16 pages)
-            int size = (int) FCNTL.invokeExact(w, F_SETPIPE_SZ, CAPACITY);
-            return new KernelPipe(r, w, size > 0 ? size : 65536);
+            try {
+                // refused above pipe-max-size or the user's pipe pages: the pipe keeps its default (16 pages)
+                int size = (int) FCNTL.invokeExact(w, F_SETPIPE_SZ, CAPACITY);
+                return new KernelPipe(r, w, size > 0 ? size : 65536);
+            } catch (Throwable t) {
+                closeFd(r); // the pipe exists but no KernelPipe owns it yet
+                closeFd(w);
+                throw t;
+            }
         } catch (IOException e) {
             throw e;
         } catch (Throwable t) {
@@ -194,12 +200,16 @@ final class KernelPipe implements AutoCloseable {
             return;
         }
         closed = true;
-        try {
-            int ignoredR = (int) CLOSE.invokeExact(readEnd);
-            int ignoredW = (int) CLOSE.invokeExact(writeEnd);
-        } catch (Throwable ignored) {
-            // close(2) on our own descriptors: nothing a caller could do
-        }
+        closeFd(readEnd);
+        closeFd(writeEnd);
         arena.close();
+    }
+
+    private static void closeFd(int fd) {
+        try {
+            int ignored = (int) CLOSE.invokeExact(fd);
+        } catch (Throwable ignored) {
+            // close(2) on our own descriptor: nothing a caller could do
+        }
     }
 }

@@ -73,6 +73,13 @@ class SelectorAgentRunnerTest {
         }
     }
 
+    /** A runner over a selector of its own, which the test closes afterwards. */
+    private SelectorAgentRunner runner(Counting agent) throws IOException {
+        Selector selector = Selector.open();
+        selectors.add(selector);
+        return new SelectorAgentRunner("jmesh-test-agent", selector, agent);
+    }
+
     private static void await(String what, BooleanSupplier done) throws InterruptedException {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (!done.getAsBoolean()) {
@@ -86,9 +93,7 @@ class SelectorAgentRunnerTest {
     @Test
     void itWorksAfterEverySelectSurvivesExceptionsAndClosesTheAgentOnceOnItsThread() throws Exception {
         Counting agent = new Counting();
-        Selector selector = Selector.open();
-        selectors.add(selector);
-        SelectorAgentRunner runner = new SelectorAgentRunner("jmesh-test-agent", selector, agent);
+        SelectorAgentRunner runner = runner(agent);
         runner.start();
         await("work", () -> agent.work.get() > 3);
         agent.failure = new IOException("a bad datagram");
@@ -111,9 +116,7 @@ class SelectorAgentRunnerTest {
     @Test
     void anErrorThatEndsTheLoopStillClosesTheAgentAndStopsTheRunner() throws Exception {
         Counting agent = new Counting();
-        Selector selector = Selector.open();
-        selectors.add(selector);
-        SelectorAgentRunner runner = new SelectorAgentRunner("jmesh-test-agent", selector, agent);
+        SelectorAgentRunner runner = runner(agent);
         runner.start();
         await("work", () -> agent.work.get() > 0);
         agent.failure = new StackOverflowError("not survivable");
@@ -126,9 +129,7 @@ class SelectorAgentRunnerTest {
     @Test
     void aRunnerNeverStartedClosesItsAgentOnTheClosersThread() throws Exception {
         Counting agent = new Counting();
-        Selector selector = Selector.open();
-        selectors.add(selector);
-        SelectorAgentRunner runner = new SelectorAgentRunner("jmesh-test-agent", selector, agent);
+        SelectorAgentRunner runner = runner(agent);
         runner.close();
         assertEquals(1, agent.closes.get());
         assertEquals(Thread.currentThread(), agent.closedOn);

@@ -33,6 +33,9 @@ final class MemoryWires implements AutoCloseable {
     private record Delivery(SendSlot slot, int buffer) {
     }
 
+    /** Memory in process has no keys: entries carry none (0 rails). */
+    private static final int[] NO_KEYS = new int[0];
+
     final Fate senderFate = new Fate();
     final Fate receiverFate = new Fate();
     final CoreSender sender;
@@ -121,7 +124,7 @@ final class MemoryWires implements AutoCloseable {
             for (ReceiveSlot slot : held) {
                 for (int i = 0; i < slot.nreqs; i++) {
                     long addr = slot.registration[i].memory().address() + slot.offset[i];
-                    Cts.write(fifo, Cts.at(positions++), addr, slot.maxSize[i], new int[0], 0, 0, slot.tag[i],
+                    Cts.write(fifo, Cts.at(positions++), addr, slot.maxSize[i], NO_KEYS, 0, 0, slot.tag[i],
                             slot.nreqs, slot.seq);
                     entriesWritten++;
                 }
