@@ -47,6 +47,7 @@ public final class Context {
     private int tcpThreads = 8;
     private boolean tcpRelaySplice = true;
     private int tcpSpinUs = 200;
+    private int tcpEagerThreshold = 64 << 10;
     private long handshakeTimeoutMs = 10_000;
     private int handshakeMaxPending = 32;
     private int routePort = 18515;
@@ -134,6 +135,7 @@ public final class Context {
             case TCP_THREADS -> tcpThreads = (int) v;
             case TCP_RELAY_SPLICE -> tcpRelaySplice = v == 1;
             case TCP_SPIN_US -> tcpSpinUs = (int) v;
+            case TCP_EAGER_THRESHOLD -> tcpEagerThreshold = (int) v;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs = v;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending = (int) v;
             case ROUTE_PORT -> routePort = (int) v;
@@ -217,6 +219,7 @@ public final class Context {
             case TCP_THREADS -> tcpThreads;
             case TCP_RELAY_SPLICE -> tcpRelaySplice ? 1 : 0;
             case TCP_SPIN_US -> tcpSpinUs;
+            case TCP_EAGER_THRESHOLD -> tcpEagerThreshold;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending;
             case ROUTE_PORT -> routePort;
@@ -390,6 +393,16 @@ public final class Context {
     public Context multiLink(boolean spread) {
         multiLink = spread;
         return set(Setting.MULTI_LINK, "multiLink(" + spread + ")");
+    }
+
+    /** The largest message a TCP connection sends eagerly ({@link Setting#TCP_EAGER_THRESHOLD}, default 64 KiB). */
+    public int tcpEagerThreshold() {
+        return tcpEagerThreshold;
+    }
+
+    public Context tcpEagerThreshold(int bytes) {
+        tcpEagerThreshold = bytes;
+        return set(Setting.TCP_EAGER_THRESHOLD, "tcpEagerThreshold(" + bytes + ")");
     }
 
     /** Data sockets per TCP connection (default 4). */

@@ -46,6 +46,11 @@ public enum Setting {
             "1: a TCP relay moves the bytes of relayed data sockets with Linux's splice(2), through kernel pipes, "
                     + "never into the JVM (where the JVM exports sun.nio.ch to jmesh: jmesh's launchers and the NCCL "
                     + "plugin do; elsewhere it copies and says why at start); 0: it copies them through its buffers"),
+    TCP_EAGER_THRESHOLD("jmesh.tcp.eager.threshold", "JMESH_TCP_EAGER_THRESHOLD", null, 0, 1 << 20,
+            "largest message, in bytes, a TCP connection sends eagerly: at once on socket 0, with no clear-to-send "
+                    + "round, into a ring of 16 slots the receiver keeps per connection (credits bound it: a slow "
+                    + "receiver slows the sender); larger ones wait for the receive's clear-to-send; 0 turns the "
+                    + "eager path off"),
     TCP_SPIN_US("jmesh.tcp.spin.us", "JMESH_TCP_SPIN_US", null, 0, 1_000_000,
             "how long a TCP helper thread with nothing to move keeps polling its sockets before it sleeps, in "
                     + "microseconds; longer answers sooner between the steps of a collective, at the price of a busy "

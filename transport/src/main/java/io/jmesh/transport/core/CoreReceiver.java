@@ -41,6 +41,7 @@ public final class CoreReceiver implements Receiver {
     /** Stream positions the posted receives cover (one per buffer). */
     private long positions;
     private final MemorySegment eagerRing;
+    private final Eager eager;
     /** Eager records consumed, the count last handed back, the request the next one's position falls in. */
     private long consumed;
     private long credited;
@@ -58,6 +59,7 @@ public final class CoreReceiver implements Receiver {
         this.wire = wire;
         this.onClose = onClose;
         this.eagerRing = wire.eagerRing();
+        this.eager = wire.eagerGeometry();
     }
 
     /** A new, empty receive ring for a wire and its core. */
@@ -116,6 +118,7 @@ public final class CoreReceiver implements Receiver {
         slot.seq = head + 1;
         slot.first = positions;
         slot.filled = 0;
+        slot.landed = 0;
         slot.truncated = false;
         slot.done = false;
         slot.busy = true;
@@ -248,8 +251,8 @@ public final class CoreReceiver implements Receiver {
         }
         while (true) {
             long seq = consumed + 1;
-            long at = Eager.slot(seq);
-            if (!Eager.arrived(eagerRing, at, seq)) {
+            long at = eager.at(seq);
+            if (!eager.complete(eagerRing, at, seq)) {
                 break;
             }
             long p = Eager.position(eagerRing, at);
@@ -276,7 +279,7 @@ public final class CoreReceiver implements Receiver {
             lastPosition = p;
             consumed = seq;
         }
-        if (consumed - credited >= Eager.CREDIT_BATCH) {
+        if (consumed - credited >= eager.creditBatch) {
             credited = consumed;
             wire.eagerConsumed(consumed);
         }
@@ -295,11 +298,11 @@ public final class CoreReceiver implements Receiver {
         int i = -1;
         if (named < 0) {
             for (int b = 0; b < slot.nreqs && i < 0; b++) {
-                if ((slot.filled & (1 << b)) == 0 && slot.tag[b] == tag) {
+                if (!slot.has(b) && slot.tag[b] == tag) {
                     i = b;
                 }
             }
-        } else if (named < slot.nreqs && (slot.filled & (1 << named)) == 0 && slot.tag[named] == tag) {
+        } else if (named < slot.nreqs && !slot.has(named) && slot.tag[named] == tag) {
             i = named;
         }
         if (i < 0) {
@@ -318,7 +321,7 @@ public final class CoreReceiver implements Receiver {
         slot.received[i] = length;
         slot.truncated |= length > slot.maxSize[i];
         slot.filled |= 1 << i;
-        if (slot.filled == (1 << slot.nreqs) - 1) {
+        if ((slot.filled | slot.landed) == (1 << slot.nreqs) - 1) {
             slot.complete();
         }
         return true;

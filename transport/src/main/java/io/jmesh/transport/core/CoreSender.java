@@ -64,6 +64,8 @@ public final class CoreSender implements Sender {
     private final long[] historyLength = new long[HISTORY];
     private final boolean[] eagerLive = new boolean[EAGER_IDS];
     private final long[] eagerLength = new long[EAGER_IDS];
+    /** The wire's record number (from 1) of each eager send: it completes once the wire says the record left. */
+    private final long[] eagerRecord = new long[EAGER_IDS];
     private long eagerIssued;
 
     /**
@@ -230,6 +232,7 @@ public final class CoreSender implements Sender {
         head++;
         if (slot.eager == slot.mask()) {
             slot.reset();                          // the receiver's ring had them all: nothing to post or report
+            wire.eagerOnly(slot);
         }
     }
 
@@ -248,7 +251,7 @@ public final class CoreSender implements Sender {
         }
         eagerLive[k] = true;
         eagerLength[k] = length;
-        eagerIssued++;
+        eagerRecord[k] = ++eagerIssued;
         if (slot == null) {
             int h = (int) (position & (HISTORY - 1));
             historyTag[h] = tag;
@@ -333,6 +336,15 @@ public final class CoreSender implements Sender {
             int k = request - EAGER_BASE;
             if (!eagerLive[k]) {
                 return Status.BAD_ARGUMENT;
+            }
+            if (!wire.eagerSent(eagerRecord[k])) {
+                if (fate.failed()) {
+                    return Status.FAILED;
+                }
+                wire.progress();
+                if (!wire.eagerSent(eagerRecord[k])) {
+                    return fate.failed() ? Status.FAILED : 0;
+                }
             }
             eagerLive[k] = false;
             return 1;

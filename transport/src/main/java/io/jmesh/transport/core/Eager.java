@@ -27,6 +27,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * shows the record's seq, the payload before it is in place.
  */
 public final class Eager {
+    // The verbs ring's geometry, fixed because both ends' control regions are laid out from it; a TCP ring's comes
+    // from the handshake (an instance of this class)
     /** Slots of a ring: records a sender may have written that the receiver has not consumed. */
     public static final int SLOTS = 64;
     public static final int HEADER_BYTES = 32;
@@ -35,7 +37,7 @@ public final class Eager {
     public static final int MAX_PAYLOAD = 4096;
     public static final int SLOT_BYTES = HEADER_BYTES + MAX_PAYLOAD + 64;
     public static final long RING_BYTES = (long) SLOTS * SLOT_BYTES;
-    /** The receiver hands credits back once this many records were consumed since it last did. */
+    /** The receiver hands credits back once this many records of the verbs ring were consumed since it last did. */
     public static final int CREDIT_BATCH = SLOTS / 4;
 
     private static final long POSITION = 0;
@@ -45,12 +47,54 @@ public final class Eager {
     private static final long SEQ = 24;
     private static final VarHandle LONG = JAVA_LONG.varHandle();
 
-    private Eager() {
+    /** The verbs ring. */
+    public static final Eager VERBS = new Eager(SLOTS, MAX_PAYLOAD, SLOT_BYTES);
+
+    /** Slots (a power of two), the largest payload, the bytes of a slot, of the ring; the credit batch. */
+    public final int slots;
+    public final int maxPayload;
+    public final int slotBytes;
+    public final long ringBytes;
+    public final int creditBatch;
+
+    private Eager(int slots, int maxPayload, int slotBytes) {
+        this.slots = slots;
+        this.maxPayload = maxPayload;
+        this.slotBytes = slotBytes;
+        this.ringBytes = (long) slots * slotBytes;
+        this.creditBatch = Math.max(1, slots / 4);
     }
 
-    /** Byte offset of record {@code seq}'s slot. */
+    /**
+     * A ring of {@code slots} slots (a power of two, 2..1024) for payloads of up to {@code maxPayload} bytes
+     * (1..16 MiB), each slot rounded up to a cache line.
+     */
+    public static Eager of(int slots, int maxPayload) {
+        if (slots < 2 || slots > 1024 || Integer.bitCount(slots) != 1 || maxPayload < 1 || maxPayload > 16 << 20) {
+            throw new IllegalArgumentException("eager ring of " + slots + " slots of " + maxPayload
+                    + " bytes (slots: a power of two 2..1024; payload 1..16 MiB)");
+        }
+        return new Eager(slots, maxPayload, (recordBytes(maxPayload) + 63) & -64);
+    }
+
+    /** Byte offset of record {@code seq}'s slot in the verbs ring. */
     public static long slot(long seq) {
         return ((seq - 1) & (SLOTS - 1)) * SLOT_BYTES;
+    }
+
+    /** Byte offset of record {@code seq}'s slot in this ring. */
+    public long at(long seq) {
+        return ((seq - 1) & (slots - 1)) * (long) slotBytes;
+    }
+
+    /** {@link #arrived}, for this ring's largest payload. */
+    public boolean complete(MemorySegment ring, long at, long seq) {
+        if ((long) LONG.getAcquire(ring, at + SEQ) != seq) {
+            return false;
+        }
+        int length = length(ring, at);
+        return length >= 0 && length <= maxPayload
+                && (long) LONG.getAcquire(ring, at + HEADER_BYTES + align8(length)) == seq;
     }
 
     /** Bytes of a record with {@code length} payload bytes, trailer included. */
@@ -83,12 +127,7 @@ public final class Eager {
      * record, or a part of this one, until then). The length is checked first: it came from the network.
      */
     public static boolean arrived(MemorySegment ring, long at, long seq) {
-        if ((long) LONG.getAcquire(ring, at + SEQ) != seq) {
-            return false;
-        }
-        int length = length(ring, at);
-        return length >= 0 && length <= MAX_PAYLOAD
-                && (long) LONG.getAcquire(ring, at + HEADER_BYTES + align8(length)) == seq;
+        return VERBS.complete(ring, at, seq);
     }
 
     public static long position(MemorySegment ring, long at) {

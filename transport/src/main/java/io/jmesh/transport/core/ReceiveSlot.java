@@ -22,6 +22,8 @@ public final class ReceiveSlot {
     long first;
     /** Buffers an eager record filled. */
     int filled;
+    /** Buffers a wire that completes per buffer ({@link #land}) put in place. */
+    int landed;
     /** An eager message was larger than its buffer: test reports TRUNCATED. */
     boolean truncated;
     boolean busy;
@@ -39,6 +41,23 @@ public final class ReceiveSlot {
     /** Every buffer has its message (and whatever must precede it is in place): test may report it. */
     public void complete() {
         done = true;
+    }
+
+    /**
+     * For a wire whose data can overtake the eager records of the same receive (TCP: records on one socket, chunks
+     * on others): {@code buffers} (a mask) are in place, with whatever must precede them. The slot completes once
+     * they and the buffers eager records filled are all of it, whichever comes last.
+     */
+    public void land(int buffers) {
+        landed |= buffers;
+        if ((landed | filled) == (1 << nreqs) - 1) {
+            done = true;
+        }
+    }
+
+    /** Whether buffer i has its message, through the wire or an eager record. */
+    public boolean has(int i) {
+        return ((landed | filled) & (1 << i)) != 0;
     }
 
     public boolean completed() {

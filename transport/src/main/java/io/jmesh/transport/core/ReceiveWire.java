@@ -27,9 +27,14 @@ public interface ReceiveWire extends Wire {
         return null;
     }
 
+    /** The geometry of {@link #eagerRing()}: the verbs ring's unless the wire agreed another with its peer. */
+    default Eager eagerGeometry() {
+        return Eager.VERBS;
+    }
+
     /**
      * Records 1..{@code consumed} of the eager ring were consumed: the wire hands their slots back to the sender (in
-     * batches, see {@link Eager#CREDIT_BATCH}). 0 or {@link io.jmesh.api.Status#FAILED}.
+     * batches of {@link Eager#creditBatch}). 0 or {@link io.jmesh.api.Status#FAILED}.
      */
     default int eagerConsumed(long consumed) {
         return 0;

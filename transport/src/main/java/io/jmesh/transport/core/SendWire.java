@@ -11,6 +11,13 @@ public interface SendWire extends Wire {
     void matched(SendSlot slot, int i);
 
     /**
+     * Every buffer of {@code slot} took an eager send: the core moves on to the next receive with nothing for the
+     * wire to post, and will reuse the slot. A wire that counts the receives it may be told about next counts it.
+     */
+    default void eagerOnly(SendSlot slot) {
+    }
+
+    /**
      * Starts a one-sided write or read (its arguments are in {@code op}; the local range is checked, the remote one is
      * the wire's to check).
      *
@@ -39,9 +46,18 @@ public interface SendWire extends Wire {
     }
 
     /**
+     * Whether eager record {@code record} (the wire's count of successful {@link #eager} calls, from 1) has left:
+     * verbs, at once (the NIC moves it without this thread); TCP, once all its bytes are in the kernel, so a thread
+     * that stops driving this sender after its send completed strands nothing.
+     */
+    default boolean eagerSent(long record) {
+        return true;
+    }
+
+    /**
      * Writes one eager record into the peer's ring: the message at stream {@code position}, for buffer {@code
-     * buffer} of its grouped receive (-1: the receiver picks it by tag). The bytes are copied before this returns, so
-     * the send is complete.
+     * buffer} of its grouped receive (-1: the receiver picks it by tag). The bytes are copied before this returns;
+     * the send is complete once {@link #eagerSent} says so.
      *
      * @return 0, or {@link io.jmesh.api.Status#NOT_READY} (no free slot in the peer's ring or no room in the send
      *         queue now: nothing was written), {@link io.jmesh.api.Status#FAILED}

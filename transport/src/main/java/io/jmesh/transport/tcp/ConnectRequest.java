@@ -3,30 +3,38 @@ package io.jmesh.transport.tcp;
 import java.nio.ByteBuffer;
 
 /**
- * What a TCP connector sends in its handshake HELLO: how many data sockets it wants. Fixed layout, big-endian:
+ * What a TCP connector sends in its handshake HELLO: how many data sockets it wants, and the largest message it would
+ * send eagerly ({@link EagerFrame}). Fixed layout, big-endian:
  * <pre>
  *  0 u32 magic     0x4A4D5443 "JMTC"
- *  4 u16 version   1
+ *  4 u16 version   2 (1: before the eager path)
  *  6 u16 sockets   data sockets wanted, 1..16
- *  8 u8[8] reserved, 0
+ *  8 u32 eager     the largest message it sends eagerly, 0..{@value #MAX_EAGER} (0: none)
+ * 12 u32 reserved  0
  * 16 (length)
  * </pre>
  *
  * @param sockets data sockets wanted, 1..{@value #MAX_SOCKETS}
+ * @param eager   the largest message the connector sends eagerly, 0..{@value #MAX_EAGER}
  */
-record ConnectRequest(int sockets) {
+record ConnectRequest(int sockets, int eager) {
     static final int MAGIC = 0x4A4D5443;
-    static final int VERSION = 1;
+    static final int VERSION = 2;
     static final int MAX_SOCKETS = 16;
+    static final int MAX_EAGER = 1 << 20;
     static final int MAGIC_OFFSET = 0;
     static final int VERSION_OFFSET = 4;
     static final int SOCKETS_OFFSET = 6;
-    static final int RESERVED_OFFSET = 8;
+    static final int EAGER_OFFSET = 8;
+    static final int RESERVED_OFFSET = 12;
     static final int LENGTH = 16;
 
     ConnectRequest {
         if (sockets < 1 || sockets > MAX_SOCKETS) {
             throw new IllegalArgumentException("data sockets " + sockets + " out of range 1.." + MAX_SOCKETS);
+        }
+        if (eager < 0 || eager > MAX_EAGER) {
+            throw new IllegalArgumentException("eager threshold " + eager + " out of range 0.." + MAX_EAGER);
         }
     }
 
@@ -35,6 +43,7 @@ record ConnectRequest(int sockets) {
         b.putInt(MAGIC_OFFSET, MAGIC);
         b.putShort(VERSION_OFFSET, (short) VERSION);
         b.putShort(SOCKETS_OFFSET, (short) sockets);
+        b.putInt(EAGER_OFFSET, eager);
         return b.array();
     }
 
@@ -59,7 +68,7 @@ record ConnectRequest(int sockets) {
             throw new IllegalArgumentException("the connector speaks TCP data protocol version " + version
                     + ", this node " + VERSION + ": run the same jmesh version on every node");
         }
-        if (b.getLong(RESERVED_OFFSET) != 0) {
+        if (b.getInt(RESERVED_OFFSET) != 0) {
             throw new IllegalArgumentException("the connector's TCP connect request has non-zero reserved bytes");
         }
         int sockets = Short.toUnsignedInt(b.getShort(SOCKETS_OFFSET));
@@ -67,6 +76,11 @@ record ConnectRequest(int sockets) {
             throw new IllegalArgumentException("the connector asks for " + sockets + " data sockets (1.."
                     + MAX_SOCKETS + " allowed)");
         }
-        return new ConnectRequest(sockets);
+        int eager = b.getInt(EAGER_OFFSET);
+        if (eager < 0 || eager > MAX_EAGER) {
+            throw new IllegalArgumentException("the connector would send messages of up to "
+                    + Integer.toUnsignedString(eager) + " bytes eagerly (0.." + MAX_EAGER + " allowed)");
+        }
+        return new ConnectRequest(sockets, eager);
     }
 }

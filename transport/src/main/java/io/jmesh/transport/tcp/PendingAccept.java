@@ -1,5 +1,6 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.core.Eager;
 import io.jmesh.transport.handshake.InboundHandshake;
 
 import java.net.InetAddress;
@@ -15,11 +16,14 @@ final class PendingAccept {
     final InboundHandshake handshake;
     final InetAddress remote;
     final long deadlineNanos;
+    /** The eager ring agreed in the ACCEPT, or null. */
+    final Eager eager;
     private final byte[] token;
     private final SocketChannel[] sockets;
     private int attached;
 
-    PendingAccept(InboundHandshake handshake, byte[] token, int sockets, long deadlineNanos) {
+    PendingAccept(InboundHandshake handshake, byte[] token, int sockets, Eager eager, long deadlineNanos) {
+        this.eager = eager;
         this.handshake = handshake;
         this.remote = handshake.remoteAddress().getAddress();
         this.token = token.clone();

@@ -2,6 +2,7 @@ package io.jmesh.transport.tcp;
 
 import io.jmesh.api.Connector;
 import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.core.Eager;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.OutboundHandshake;
 import io.jmesh.api.ListenHandle;
@@ -44,6 +45,8 @@ public final class TcpConnect implements Connector {
     private ByteBuffer[] greetings;
     private CoreSender sender;
     private boolean confirmed;
+    /** The listener's eager ring for this connection, as its ACCEPT described it; null: nothing goes eagerly. */
+    private Eager eager;
     private boolean done;
     /** Why the connect ended without a sender; every later poll throws it. */
     private String failure;
@@ -63,7 +66,7 @@ public final class TcpConnect implements Connector {
 
     private void start(Route r) {
         route = r;
-        handshake = provider.agent().connect(peer, r, new ConnectRequest(requested).encode());
+        handshake = provider.agent().connect(peer, r, new ConnectRequest(requested, provider.eagerThreshold()).encode());
         LOG.info("connecting to {} over {} -> {}{}", peer.prefixes(), r.local().prefix(), r.peer().prefix(),
                 r.isRelayed() ? " " + r.via() : "");
     }
@@ -102,13 +105,16 @@ public final class TcpConnect implements Connector {
                 }
                 case ACTION_REQUIRED -> {
                     if (sockets == null) {
-                        openSockets(AcceptReply.decode(handshake.peerPayload(), requested));
+                        AcceptReply reply = AcceptReply.decode(handshake.peerPayload(), requested,
+                                provider.eagerThreshold());
+                        eager = reply.slots() > 0 ? Eager.of(reply.slots(), reply.eager()) : null;
+                        openSockets(reply);
                     }
                     if (!confirmed && advanceSockets()) {
                         String via = route.isRelayed() ? route.peer().prefix().address().getHostAddress()
                                 + " through the relay " + DataSockets.remote(sockets[0]) : null;
                         sender = TcpSendWire.sender(new DataConnection(sockets, "sender", via), provider.registry(),
-                                provider.pumps(), provider::release);
+                                provider.pumps(), eager, provider::release);
                         sockets = null; // the sender owns them now
                         confirmed = true;
                         handshake.confirm();

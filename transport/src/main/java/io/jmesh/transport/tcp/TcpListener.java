@@ -2,6 +2,7 @@ package io.jmesh.transport.tcp;
 
 import io.jmesh.api.Listener;
 import io.jmesh.transport.core.CoreReceiver;
+import io.jmesh.transport.core.Eager;
 import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
@@ -31,6 +32,8 @@ import java.util.concurrent.TimeUnit;
 public final class TcpListener implements Listener {
     private static final Logger LOG = LogManager.getLogger(TcpListener.class);
     private static final SecureRandom RANDOM = new SecureRandom();
+    /** Slots of a connection's eager ring: more than NCCL keeps in flight per connection (8 steps). */
+    static final int EAGER_SLOTS = 16;
 
     private final TcpProvider provider;
     private final HandshakeListener listener;
@@ -90,7 +93,7 @@ public final class TcpListener implements Listener {
                 SocketChannel[] sockets = p.takeSockets();
                 DataConnection connection = new DataConnection(sockets, "receiver");
                 CoreReceiver r = TcpReceiveWire.receiver(connection, provider.registry(), provider.pumps(),
-                        provider::release);
+                        p.eager, provider::release);
                 if (!provider.adopt(r)) {
                     r.close();
                     throw new IllegalStateException("the TCP provider is closed");
@@ -125,9 +128,11 @@ public final class TcpListener implements Listener {
             int sockets = Math.min(request.sockets(), provider.sockets());
             byte[] token = new byte[AcceptReply.TOKEN_BYTES];
             RANDOM.nextBytes(token);
-            PendingAccept p = new PendingAccept(in, token, sockets, System.nanoTime() + timeoutNanos);
+            int eager = Math.min(request.eager(), provider.eagerThreshold());
+            Eager ring = eager > 0 ? Eager.of(EAGER_SLOTS, eager) : null;
+            PendingAccept p = new PendingAccept(in, token, sockets, ring, System.nanoTime() + timeoutNanos);
             pending.add(p);
-            if (!in.accept(new AcceptReply(sockets, port, token).encode())) {
+            if (!in.accept(new AcceptReply(sockets, port, ring == null ? 0 : EAGER_SLOTS, eager, token).encode())) {
                 pending.remove(p);
                 throw new IllegalStateException("the handshake ended before it could be accepted: " + in.failure());
             }

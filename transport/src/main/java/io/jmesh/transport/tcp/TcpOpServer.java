@@ -29,7 +29,11 @@ final class TcpOpServer {
     private final DataConnection conn;
     private final TcpRegistry registry;
     /** Clear-to-sends and completions not yet written, in write mode: one clear-to-send per receive slot at most. */
-    private final ByteBuffer ctrl = ByteBuffer.allocateDirect(32 * CtsFrame.BYTES + 4 * OpFrame.BYTES);
+    private final ByteBuffer ctrl = ByteBuffer.allocateDirect(32 * CtsFrame.BYTES + 4 * OpFrame.BYTES
+            + EagerFrame.BYTES);
+    /** Eager records consumed, as the core last said, and as the last credit frame queued said. */
+    private long creditOwed;
+    private long creditQueued;
 
     /** Operations applied (writes) or taken (reads) so far; the next must be number applied + 1 (mod 2^32). */
     private int applied;
@@ -77,9 +81,19 @@ final class TcpOpServer {
         ctrl.position(at + CtsFrame.BYTES);
     }
 
+    /** The receiver's core consumed eager records 1..{@code consumed}: a credit frame goes with the next write-back. */
+    void credit(long consumed) {
+        creditOwed = consumed;
+    }
+
+    /** Records the sender may have sent: those credited so far, plus a ring of {@code slots}. */
+    long allowed(int slots) {
+        return creditOwed + slots;
+    }
+
     /** Whether anything waits to be written back. */
     boolean owed() {
-        return replyHead != replyTail || ctrl.position() > 0;
+        return replyHead != replyTail || ctrl.position() > 0 || creditOwed != creditQueued;
     }
 
     /**
@@ -220,6 +234,11 @@ final class TcpOpServer {
                     }
                     answerPayload = EMPTY;
                     continue;
+                }
+                if (creditOwed != creditQueued && ctrl.remaining() >= EagerFrame.BYTES) {
+                    EagerFrame.credit(ctrl, ctrl.position(), creditOwed);
+                    ctrl.position(ctrl.position() + EagerFrame.BYTES);
+                    creditQueued = creditOwed;
                 }
                 if (ctrl.position() > 0) {
                     ctrl.flip();

@@ -59,14 +59,16 @@ public final class TcpProvider implements Provider {
     private final TcpRegistry registry = new TcpRegistry();
     private final int threads;
     private final int spinUs;
+    private final int eagerThreshold;
     /** The helper threads that move the bulk sockets; started with the first connection. */
     private TcpPumps pumps;
     private boolean closed;
 
-    TcpProvider(List<LocalLink> links, int sockets, int threads, int spinUs, Duration handshakeTimeout,
-                HandshakeAgent agent, TcpRelay relay, RouteService routes) {
+    TcpProvider(List<LocalLink> links, int sockets, int threads, int spinUs, int eagerThreshold,
+                Duration handshakeTimeout, HandshakeAgent agent, TcpRelay relay, RouteService routes) {
         this.links = List.copyOf(links);
         this.sockets = sockets;
+        this.eagerThreshold = eagerThreshold;
         this.threads = threads;
         this.spinUs = spinUs;
         this.handshakeTimeout = handshakeTimeout;
@@ -111,10 +113,11 @@ public final class TcpProvider implements Provider {
                     (IOException) e);
         }
         LOG.info("jmesh tcp: links {}, {} data sockets per connection, {} helper threads ({} CPUs, spinning {} us "
-                        + "before they sleep), relay ports {}", links, context.tcpSockets(), context.tcpThreads(),
-                Runtime.getRuntime().availableProcessors(), context.tcpSpinUs(), relay.ports());
+                        + "before they sleep), eager up to {} bytes, relay ports {}", links, context.tcpSockets(),
+                context.tcpThreads(), Runtime.getRuntime().availableProcessors(), context.tcpSpinUs(),
+                context.tcpEagerThreshold(), relay.ports());
         return new TcpProvider(links, context.tcpSockets(), context.tcpThreads(), context.tcpSpinUs(),
-                context.handshakeTimeout(), agent, relay, routes);
+                context.tcpEagerThreshold(), context.handshakeTimeout(), agent, relay, routes);
     }
 
     @Override
@@ -135,6 +138,11 @@ public final class TcpProvider implements Provider {
     /** Data sockets per connection this side asks for (the listener may grant fewer). */
     int sockets() {
         return sockets;
+    }
+
+    /** The largest message sent eagerly, and the largest this side's rings take (0: none). */
+    int eagerThreshold() {
+        return eagerThreshold;
     }
 
     Duration handshakeTimeout() {

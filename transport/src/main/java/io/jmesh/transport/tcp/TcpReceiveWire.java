@@ -3,6 +3,7 @@ package io.jmesh.transport.tcp;
 import io.jmesh.api.Registration;
 import io.jmesh.transport.core.CoreReceiver;
 import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Eager;
 import io.jmesh.transport.core.Op;
 import io.jmesh.transport.core.OpWindow;
 import io.jmesh.transport.core.ReceiveSlot;
@@ -10,6 +11,8 @@ import io.jmesh.transport.core.ReceiveWire;
 import io.jmesh.transport.core.Slots;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.concurrent.TimeUnit;
@@ -25,6 +28,11 @@ import java.util.function.Consumer;
  * of socket 0. Socket 0 also carries the peer's one-sided requests, which {@link TcpOpServer} serves; a receive
  * completes only once the operations its sender issued before it are applied.
  *
+ * <p>With an eager ring (agreed in the handshake), socket 0 also brings {@link EagerFrame} records: each payload is
+ * read into the record's slot of the ring, its header written last, and the core takes it from there as it takes a
+ * record a verbs peer wrote; the core's consumed count goes back as credit frames. A buffer completes on its own
+ * ({@link ReceiveSlot#land}): the chunks of one receive may overtake the records of the same receive.
+ *
  * <p>Progress: write what is owed on socket 0, then at most {@value #READS_PER_SOCKET} non-blocking reads of it, then
  * the lanes' events. When the peer closes, data already on the way is still taken: the connection fails once every
  * socket has reached end of stream (or {@value #EOF_GRACE_MS} ms after the first did); a reset fails it at once. A
@@ -36,6 +44,7 @@ final class TcpReceiveWire implements ReceiveWire {
     /** What a data socket is reading: a header, a chunk's payload (else the message id), or a one-sided payload. */
     private static final int HEADER = -1;
     private static final int OP_PAYLOAD = -2;
+    private static final int RECORD = -3;
 
     private final DataConnection conn;
     private final ReceiveSlot[] slots;
@@ -46,14 +55,26 @@ final class TcpReceiveWire implements ReceiveWire {
     private final ReceiveLane[] lanes;
     private final PostedTable posted;
 
-    /** per slot: one-sided operations that must be applied before it completes; whether every buffer is in */
+    /** per slot: one-sided operations that must be applied before it completes; buffers whose data is all in */
     private final int[] slotOps = new int[Cts.MAX_REQUESTS];
     private final int[] doneMask = new int[Cts.MAX_REQUESTS];
+    /** per slot: buffers whose data is in but which wait for one-sided operations to be applied */
+    private final int[] deferred = new int[Cts.MAX_REQUESTS];
     /** per buffer (slot * 8 + i): the message's total as the first chunk said, and its operation count */
     private final long[] expected = new long[Slots.BUFFERS];
     private final int[] messageOps = new int[Slots.BUFFERS];
-    /** Slots whose data is all in but which wait for one-sided operations to be applied. */
+    /** Slots with deferred buffers. */
     private int waiting;
+
+    // the eager ring (null: none agreed): its memory, one view per slot over the payload, the record being read
+    private final Eager eager;
+    private final Arena eagerArena;
+    private final MemorySegment ring;
+    private final ByteBuffer[] ringPayload;
+    private long records;
+    private long recordPosition;
+    private int recordTag;
+    private int recordBuffer;
 
     // socket 0, which this thread reads itself (the bulk sockets are the lanes'): the header or chunk being read
     private final ByteBuffer header = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
@@ -67,7 +88,15 @@ final class TcpReceiveWire implements ReceiveWire {
     private long firstEndOfStreamNanos;
     private final TcpRegistry registry;
 
-    private TcpReceiveWire(DataConnection conn, ReceiveSlot[] slots, TcpRegistry registry, TcpPumps pumps) {
+    private TcpReceiveWire(DataConnection conn, ReceiveSlot[] slots, TcpRegistry registry, TcpPumps pumps,
+                           Eager eager) {
+        this.eager = eager;
+        this.eagerArena = eager == null ? null : Arena.ofShared();
+        this.ring = eager == null ? null : eagerArena.allocate(eager.ringBytes, 64);
+        this.ringPayload = eager == null ? null : new ByteBuffer[eager.slots];
+        for (int k = 0; ringPayload != null && k < ringPayload.length; k++) {
+            ringPayload[k] = ring.asSlice(Eager.payload((long) k * eager.slotBytes), eager.maxPayload).asByteBuffer();
+        }
         this.registry = registry;
         this.conn = conn;
         this.slots = slots;
@@ -87,12 +116,30 @@ final class TcpReceiveWire implements ReceiveWire {
     /**
      * The receiving end over {@code conn}'s sockets; {@code registry} is where the peer's one-sided requests look
      * their registration up (null refuses them all); {@code pumps} read the bulk sockets (null: this end's own
-     * thread, in progress()); {@code onClose} runs once when it closes.
+     * thread, in progress()); {@code eager} is the ring this end keeps for the connector's eager records (null:
+     * none); {@code onClose} runs once when it closes.
      */
-    static CoreReceiver receiver(DataConnection conn, TcpRegistry registry, TcpPumps pumps,
+    static CoreReceiver receiver(DataConnection conn, TcpRegistry registry, TcpPumps pumps, Eager eager,
                                  Consumer<AutoCloseable> onClose) {
         ReceiveSlot[] ring = CoreReceiver.ring();
-        return new CoreReceiver(conn, ring, new TcpReceiveWire(conn, ring, registry, pumps), onClose);
+        return new CoreReceiver(conn, ring, new TcpReceiveWire(conn, ring, registry, pumps, eager), onClose);
+    }
+
+    @Override
+    public MemorySegment eagerRing() {
+        return ring;
+    }
+
+    @Override
+    public Eager eagerGeometry() {
+        return eager == null ? Eager.VERBS : eager;
+    }
+
+    /** The credit leaves with the next write-back, which this end's progress does first. */
+    @Override
+    public int eagerConsumed(long consumed) {
+        server.credit(consumed);
+        return 0;
     }
 
     @Override
@@ -108,6 +155,7 @@ final class TcpReceiveWire implements ReceiveWire {
         }
         slotOps[slot.index] = server.applied();
         doneMask[slot.index] = 0;
+        deferred[slot.index] = 0;
         boolean local = false;
         if (posted != null) {
             posted.publish(slot);                  // before the clear-to-send can reach the peer
@@ -174,7 +222,8 @@ final class TcpReceiveWire implements ReceiveWire {
                 }
                 continue;
             }
-            ByteBuffer b = state == HEADER ? header : state == OP_PAYLOAD ? server.buffer() : payload;
+            ByteBuffer b = state == HEADER ? header : state == OP_PAYLOAD ? server.buffer() : state == RECORD
+                    ? ringPayload[(int) (records & (eager.slots - 1))] : payload;
             int got;
             try {
                 got = ch.read(b);
@@ -201,6 +250,8 @@ final class TcpReceiveWire implements ReceiveWire {
                 if (!begin()) {
                     return !conn.failed();
                 }
+            } else if (state == RECORD) {
+                recordIn();
             } else if (state == OP_PAYLOAD) {
                 server.filled();
                 if (!server.reading()) {
@@ -241,6 +292,9 @@ final class TcpReceiveWire implements ReceiveWire {
     /** Starts on a complete header of socket 0: a data chunk or a one-sided request. */
     private boolean begin() {
         byte type = header.get(0);
+        if (type == EagerFrame.RECORD && eager != null) {
+            return beginRecord();
+        }
         if (type != OpFrame.WRITE && type != OpFrame.READ) {
             return beginChunk();
         }
@@ -251,6 +305,35 @@ final class TcpReceiveWire implements ReceiveWire {
         reading = server.reading() ? OP_PAYLOAD : HEADER;
         completeWaiting();
         return true;
+    }
+
+    /** Checks a record's header and points socket 0 at its slot's payload; the header is written once it is all in. */
+    private boolean beginRecord() {
+        ByteBuffer h = header;
+        String bad = EagerFrame.checkRecord(h, 0, records + 1, server.allowed(eager.slots), eager.maxPayload);
+        if (bad != null) {
+            conn.violation(bad);
+            return false;
+        }
+        recordPosition = EagerFrame.position(h, 0);
+        recordTag = EagerFrame.tag(h, 0);
+        recordBuffer = EagerFrame.buffer(h, 0);
+        length = EagerFrame.length(h, 0);
+        h.clear();
+        ringPayload[(int) (records & (eager.slots - 1))].clear().limit(length);
+        if (length == 0) {
+            recordIn();
+        } else {
+            reading = RECORD;
+        }
+        return true;
+    }
+
+    /** The record being read is all in its slot: its header and trailer make it visible to the core. */
+    private void recordIn() {
+        long seq = ++records;
+        Eager.write(ring, eager.at(seq), seq, recordPosition, recordTag, length, recordBuffer);
+        reading = HEADER;
     }
 
     /** Checks a chunk header against the posted receive and points socket 0 at the chunk's place in the buffer. */
@@ -286,7 +369,7 @@ final class TcpReceiveWire implements ReceiveWire {
      */
     private int accept(int seq, int index, long total, int chunk, int ops) {
         ReceiveSlot slot = slots[Slots.ofRequest(seq)];
-        if (!slot.busy() || (int) slot.seq != seq || slot.completed() || doneMask[slot.index] == mask(slot)) {
+        if (!slot.busy() || (int) slot.seq != seq || slot.completed()) {
             conn.violation("data for receive number " + Integer.toUnsignedString(seq) + ", which is not posted");
             return -1;
         }
@@ -300,7 +383,7 @@ final class TcpReceiveWire implements ReceiveWire {
                     + " (the sender must answer TRUNCATED instead)");
             return -1;
         }
-        if ((doneMask[slot.index] & (1 << index)) != 0 || (expected[k] >= 0 && expected[k] != total)
+        if ((doneMask[slot.index] & (1 << index)) != 0 || slot.has(index) || (expected[k] >= 0 && expected[k] != total)
                 || slot.received[index] + chunk > total) {
             conn.violation("a chunk that does not fit the message of " + total + " bytes it belongs to");
             return -1;
@@ -319,47 +402,49 @@ final class TcpReceiveWire implements ReceiveWire {
         return k;
     }
 
-    private static int mask(ReceiveSlot slot) {
-        return (1 << slot.nreqs) - 1;
-    }
-
     private void chunkReceived(int k, int bytes) {
         ReceiveSlot slot = slots[Slots.slotOf(k)];
         int i = Slots.bufferOf(k);
         slot.received[i] += bytes;
         if (slot.received[i] == expected[k]) {
             doneMask[slot.index] |= 1 << i;
-            if (doneMask[slot.index] != mask(slot)) {
-                return;
-            }
             if (server.applied() - slotOps[slot.index] >= 0) {
-                complete(slot);
+                land(slot, 1 << i);
             } else {
-                waiting++;                         // one-sided operations issued before it are still on the way
+                if (deferred[slot.index] == 0) {
+                    waiting++;                     // one-sided operations issued before it are still on the way
+                }
+                deferred[slot.index] |= 1 << i;
             }
         }
     }
 
-    /** Completes the slots whose data is in once the operations issued before them are applied. Rare. */
+    /** Lands the deferred buffers once the operations issued before their messages are applied. Rare. */
     private void completeWaiting() {
         if (waiting == 0) {
             return;
         }
         int applied = server.applied();
         for (ReceiveSlot slot : slots) {
-            if (slot.busy() && !slot.completed() && doneMask[slot.index] == mask(slot)
-                    && applied - slotOps[slot.index] >= 0) {
-                complete(slot);
+            int d = deferred[slot.index];
+            if (d != 0 && slot.busy() && applied - slotOps[slot.index] >= 0) {
+                deferred[slot.index] = 0;
                 waiting--;
+                land(slot, d);
             }
         }
     }
 
-    private void complete(ReceiveSlot slot) {
-        if (posted != null) {
+    /**
+     * Buffers are in place; the slot completes once every buffer is, eager ones included. The lanes stop taking
+     * chunks for it then (one whose last buffer came eagerly keeps its entry until reposted: the checks on this
+     * thread still refuse chunks for it).
+     */
+    private void land(ReceiveSlot slot, int buffers) {
+        slot.land(buffers);
+        if (slot.completed() && posted != null) {
             posted.retire(slot.index);
         }
-        slot.complete();
     }
 
     /** The sockets this end reads from, and their fate. */
@@ -373,7 +458,13 @@ final class TcpReceiveWire implements ReceiveWire {
         for (ReceiveLane lane : lanes) {
             lane.retire();
         }
-        conn.close();
+        try {
+            conn.close();
+        } finally {
+            if (eagerArena != null) {
+                eagerArena.close();
+            }
+        }
     }
 
     @Override

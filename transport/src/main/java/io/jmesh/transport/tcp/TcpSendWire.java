@@ -4,8 +4,8 @@ import io.jmesh.api.Registration;
 import io.jmesh.api.Status;
 import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.core.Cts;
+import io.jmesh.transport.core.Eager;
 import io.jmesh.transport.core.Op;
-import io.jmesh.transport.core.OpWindow;
 import io.jmesh.transport.core.SendSlot;
 import io.jmesh.transport.core.SendWire;
 import io.jmesh.transport.core.Slots;
@@ -23,10 +23,13 @@ import java.util.function.Consumer;
  * as on verbs. A matched message of up to {@value #SMALL} bytes goes out on socket 0 from this thread, at once; a
  * larger one is cut into chunks ({@link ChunkHeader}), striped over the bulk sockets' {@link SendLane}s as soon as
  * it is matched, which the fabric's helper threads write straight from the registered memory, in parallel ({@link
- * TcpPumps}), with no further call on this thread. One-sided writes
- * and reads ({@link OpFrame}) go on socket 0 ahead of small messages. The peer's receiver applies them and answers on
- * socket 0 (read data, then a completion per operation). A connection of one socket, or memory only this thread may
- * touch (a confined arena), sends everything on socket 0.
+ * TcpPumps}), with no further call on this thread. One-sided writes and reads ({@link OpFrame}, kept by an {@link
+ * OpOutbox}) go on socket 0 ahead of small messages. The peer's receiver applies them and answers on socket 0 (read
+ * data, then a completion per operation). A connection of one socket, or memory only this thread may touch (a
+ * confined arena), sends everything on socket 0.
+ *
+ * <p>Where the listener keeps an eager ring, a message within its size goes at once, before any clear-to-send, as
+ * one {@link EagerFrame} record on socket 0 ({@link EagerOutbox}); the receiver's credits on socket 0 free its slots.
  *
  * <p>Requests complete in issue order: a message once all its bytes are in the kernel's send buffers (the verbs
  * sender's local completion), an operation once the owner answered, and neither before every earlier one. Every
@@ -37,20 +40,13 @@ final class TcpSendWire implements SendWire {
     static final int WRITES_PER_SOCKET = 8;
     /** The largest message that goes on socket 0 when the connection has bulk sockets. */
     static final int SMALL = ChunkHeader.SEND_MIN;
-    /** More than the requests that can be in flight at once (messages + operations). */
-    private static final int ORDER = 512;
+    /** More than the requests that can be in flight at once (messages + operations + eager sends). */
+    private static final int ORDER = 1024;
+    /** The completion order's mark of an eager record (they complete in record order). */
+    private static final int EAGER_MARK = -1;
     private static final int REVERSE_BYTES = 64 << 10;
     private static final int REVERSE_READS = 8;
     private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
-
-    /** A one-sided operation on its way out: how much of a write's data went on the wire, and how it ended. */
-    private static final class OutgoingOp {
-        Op op;
-        long assigned;
-        long issue;
-        int result;
-        String failure;
-    }
 
     /** A matched message on its way out: how far its chunks got. */
     private static final class Outgoing {
@@ -67,12 +63,8 @@ final class TcpSendWire implements SendWire {
     private final SocketChannel[] sockets;
     private final MemorySegment fifo = Arena.ofAuto().allocate(Cts.FIFO_BYTES, 64);
 
-    // socket 0's reverse direction: clear-to-sends, answers to reads, completions of operations
+    // socket 0's reverse direction: clear-to-sends, answers to reads, completions of operations, eager credits
     private final ByteBuffer reverse = ByteBuffer.allocateDirect(REVERSE_BYTES);
-    private int answerRemaining;
-    private Op answering;
-    private long answered;
-    private final ViewCache answerViews = new ViewCache();
     /** Clear-to-sends filed so far, and the ring position of the next entry. */
     private long ctsReceived;
     private long entryHead;
@@ -97,19 +89,24 @@ final class TcpSendWire implements SendWire {
     private final long[] laneDone;
     private int nextLane;
 
-    // one-sided operations: issued, put on the wire (all pieces handed to socket 0), answered by the owner
-    private final OutgoingOp[] ops = new OutgoingOp[OpWindow.SIZE];
-    private long opsIssued;
-    private long opsSent;
-    private long opsDone;
-    /** Whether socket 0 is writing an operation's frame. */
+    private final OpOutbox ops;
+    /** The small messages that go eagerly, or null (the listener keeps no ring for this connection). */
+    private final EagerOutbox eager;
+    /** Whether socket 0 is writing an operation's frame, or an eager record. */
     private boolean socketOp;
+    private boolean socketEager;
 
     // completion order: issue numbers 1, 2, ...; every request up to completedThrough has finished
     private final boolean[] finished = new boolean[ORDER];
     private final int[] order = new int[ORDER];
     private long issued;
     private long completedThrough;
+    /** Eager records through which every request completed; records are written in issue order among themselves. */
+    private long eagerCompleted;
+    /** Issue numbers of the records staged and not yet written, in record order. */
+    private final long[] eagerIssue = new long[ORDER];
+    private long eagerStaged;
+    private long eagerWritten;
 
     // socket 0: the frame or chunk it is writing, and of which message (-1: none, or an operation's frame)
     private final ByteBuffer header0 = ByteBuffer.allocateDirect(ChunkHeader.BYTES);
@@ -118,16 +115,15 @@ final class TcpSendWire implements SendWire {
     private final ViewCache views0 = new ViewCache();
     private final TcpRegistry registry;
 
-    private TcpSendWire(DataConnection conn, SendSlot[] slots, TcpRegistry registry, TcpPumps pumps) {
+    private TcpSendWire(DataConnection conn, SendSlot[] slots, TcpRegistry registry, TcpPumps pumps, Eager ring) {
         this.conn = conn;
         this.registry = registry;
         this.slots = slots;
         this.sockets = conn.sockets;
+        this.ops = new OpOutbox(conn);
+        this.eager = ring == null ? null : new EagerOutbox(ring);
         for (int k = 0; k < out.length; k++) {
             out[k] = new Outgoing();
-        }
-        for (int k = 0; k < ops.length; k++) {
-            ops[k] = new OutgoingOp();
         }
         lanes = new SendLane[sockets.length - 1];
         laneMessage = new int[lanes.length][SendLane.DEPTH];
@@ -142,13 +138,13 @@ final class TcpSendWire implements SendWire {
 
     /**
      * The sending end over {@code conn}'s sockets, sending from registrations of {@code registry}'s fabric (null: any,
-     * for tests); {@code pumps} move the bulk sockets (null: this end's own thread, in progress()); {@code onClose}
-     * runs once when it closes.
+     * for tests); {@code pumps} move the bulk sockets (null: this end's own thread, in progress()); small messages go
+     * eagerly into the listener's {@code eager} ring (null: none); {@code onClose} runs once when it closes.
      */
-    static CoreSender sender(DataConnection conn, TcpRegistry registry, TcpPumps pumps,
+    static CoreSender sender(DataConnection conn, TcpRegistry registry, TcpPumps pumps, Eager eager,
                              Consumer<AutoCloseable> onClose) {
         SendSlot[] ring = CoreSender.ring();
-        TcpSendWire wire = new TcpSendWire(conn, ring, registry, pumps);
+        TcpSendWire wire = new TcpSendWire(conn, ring, registry, pumps, eager);
         return new CoreSender(conn, wire.fifo, ring, wire, onClose);
     }
 
@@ -159,6 +155,12 @@ final class TcpSendWire implements SendWire {
 
     @Override
     public void matched(SendSlot slot, int i) {
+        if (slot.eager(i)) {                       // an eager record filled the slot: nothing to send for it
+            if (slot.full()) {
+                full++;
+            }
+            return;
+        }
         int k = Slots.key(slot.index, i);
         Outgoing m = out[k];
         long length = slot.length[i];
@@ -169,7 +171,7 @@ final class TcpSendWire implements SendWire {
         m.chunk = (int) ((chunk + 4095) & ~4095L);
         m.assigned = 0;
         m.outstanding = 0;
-        m.ops = (int) opsIssued;
+        m.ops = (int) ops.issued();
         m.issue = ++issued;
         order[(int) (m.issue & (ORDER - 1))] = k;
         m.queued = true;
@@ -189,16 +191,43 @@ final class TcpSendWire implements SendWire {
         if (!"tcp".equals(op.remote.provider()) || TcpRegistration.idOf(op.remote) == 0) {
             return Status.BAD_ARGUMENT;
         }
-        OutgoingOp o = ops[op.index];
-        o.op = op;
-        o.assigned = 0;
-        o.result = 0;
-        o.failure = null;
-        o.issue = ++issued;
-        order[(int) (o.issue & (ORDER - 1))] = CoreSender.OP_BASE + op.index;
-        opsIssued++;
+        ops.issue(op, ++issued);
+        order[(int) (issued & (ORDER - 1))] = CoreSender.OP_BASE + op.index;
         transmit();
         return 0;
+    }
+
+    @Override
+    public boolean sendsEagerly(Registration registration, long length) {
+        return eager != null && length <= eager.maxPayload() && registration instanceof TcpRegistration;
+    }
+
+    /** Stages the record and writes what socket 0 takes now; the core keeps testing until it all went. */
+    @Override
+    public int eager(long position, int tag, Registration registration, long offset, int length, int buffer) {
+        int rc;
+        try {
+            rc = eager.stage(position, tag, registration.memory(), offset, length, buffer);
+        } catch (IllegalStateException e) {
+            return conn.memoryGone(e);
+        }
+        if (rc == 0) {
+            order[(int) (++issued & (ORDER - 1))] = EAGER_MARK;
+            eagerIssue[(int) (eagerStaged++ & (ORDER - 1))] = issued;
+            transmitSmall();
+        }
+        return rc;
+    }
+
+    /** Once its bytes are in the kernel and every request issued before it completed, as any request here. */
+    @Override
+    public boolean eagerSent(long record) {
+        return eagerCompleted >= record;
+    }
+
+    @Override
+    public void eagerOnly(SendSlot slot) {
+        full++;
     }
 
     /** Request {@code issue} finished: moves the in-order completion point and hands the core what it passed. */
@@ -208,10 +237,10 @@ final class TcpSendWire implements SendWire {
             int at = (int) (++completedThrough & (ORDER - 1));
             finished[at] = false;
             int id = order[at];
-            if (id >= CoreSender.OP_BASE) {
-                OutgoingOp o = ops[id - CoreSender.OP_BASE];
-                o.op.finish(o.result, o.failure);
-                o.op = null;
+            if (id == EAGER_MARK) {
+                eagerCompleted++;
+            } else if (id >= CoreSender.OP_BASE) {
+                ops.finish(id - CoreSender.OP_BASE);
             } else {
                 slots[Slots.slotOf(id)].complete(Slots.bufferOf(id));
             }
@@ -241,7 +270,7 @@ final class TcpSendWire implements SendWire {
                 return;
             }
             if (got < 0) {
-                conn.lostEndOfStream(answerRemaining > 0 || reverse.position() > 0 ? " in the middle of a frame" : "");
+                conn.lostEndOfStream(ops.answerPending() || reverse.position() > 0 ? " in the middle of a frame" : "");
                 return;
             }
             boolean fullBuffer = !reverse.hasRemaining();
@@ -257,25 +286,13 @@ final class TcpSendWire implements SendWire {
     /** Takes every whole frame (and answer payload) in the staging buffer; false when the connection failed. */
     private boolean takeFrames() {
         while (true) {
-            if (answerRemaining > 0) {
-                int n = Math.min(answerRemaining, reverse.remaining());
-                if (n == 0) {
+            if (ops.answerPending()) {
+                if (!ops.takeAnswer(reverse)) {
+                    return false;
+                }
+                if (ops.answerPending()) {
                     return true;
                 }
-                Op op = answering;
-                ByteBuffer dst = answerViews.view((TcpRegistration) op.local, op.localOffset + answered, n);
-                int limit = reverse.limit();
-                reverse.limit(reverse.position() + n);
-                try {
-                    dst.put(reverse);
-                } catch (IllegalStateException e) {
-                    conn.memoryGone(e);
-                    return false;
-                } finally {
-                    reverse.limit(limit);
-                }
-                answered += n;
-                answerRemaining -= n;
                 continue;
             }
             if (!reverse.hasRemaining()) {
@@ -283,16 +300,17 @@ final class TcpSendWire implements SendWire {
             }
             int at = reverse.position();
             byte type = reverse.get(at);
-            if (type != CtsFrame.TYPE && type != OpFrame.ANSWER && type != OpFrame.DONE) {
-                conn.violation("expected a clear-to-send or a one-sided reply, got type 0x"
-                        + Integer.toHexString(type & 0xff));
+            boolean credit = type == EagerFrame.CREDIT && eager != null;
+            if (type != CtsFrame.TYPE && type != OpFrame.ANSWER && type != OpFrame.DONE && !credit) {
+                conn.violation("expected a clear-to-send, a one-sided reply" + (eager != null ? " or an eager credit"
+                        : "") + ", got type 0x" + Integer.toHexString(type & 0xff));
                 return false;
             }
-            int need = type == CtsFrame.TYPE ? CtsFrame.BYTES : OpFrame.BYTES;
+            int need = type == CtsFrame.TYPE ? CtsFrame.BYTES : credit ? EagerFrame.BYTES : OpFrame.BYTES;
             if (reverse.remaining() < need) {
                 return true;
             }
-            if (!(type == CtsFrame.TYPE ? acceptCts(at) : acceptReply(at))) {
+            if (!(type == CtsFrame.TYPE ? acceptCts(at) : credit ? acceptCredit(at) : acceptReply(at))) {
                 return false;
             }
             reverse.position(at + need);
@@ -327,63 +345,22 @@ final class TcpSendWire implements SendWire {
         return true;
     }
 
-    /** Checks an answer or completion against the oldest operation not yet completed, the only one it may be for. */
+    /** An answer or completion of a one-sided operation; its end goes into the completion order. */
     private boolean acceptReply(int at) {
-        String bad = OpFrame.checkReply(reverse, at);
+        int r = ops.reply(reverse, at);
+        if (r == 1) {
+            finish(ops.completed());
+        }
+        return r >= 0;
+    }
+
+    private boolean acceptCredit(int at) {
+        String bad = eager.credit(reverse, at);
         if (bad != null) {
             conn.violation(bad);
             return false;
         }
-        long next = opsDone + 1;
-        int number = OpFrame.op(reverse, at);
-        if (next > opsSent || number != (int) next) {
-            conn.violation("a reply for one-sided operation " + Integer.toUnsignedString(number) + " (expected "
-                    + (next > opsSent ? "none: " + (opsIssued - opsDone) + " unsent" : String.valueOf(next)) + ")");
-            return false;
-        }
-        OutgoingOp o = ops[(int) ((next - 1) & (OpWindow.SIZE - 1))];
-        Op op = o.op;
-        if (OpFrame.type(reverse, at) == OpFrame.ANSWER) {
-            long offset = OpFrame.offset(reverse, at);
-            int length = OpFrame.pieceLength(reverse, at);
-            long got = answering == op ? answered : 0;
-            if (!op.read || offset != got || length > op.length - offset) {
-                conn.violation("an answer of " + length + " bytes at " + offset + " for " + (op.read
-                        ? "a read of " + op.length + " bytes with " + got + " received" : "a write"));
-                return false;
-            }
-            answering = op;
-            answered = got;
-            answerRemaining = length;
-            return true;
-        }
-        int status = OpFrame.status(reverse, at);
-        long got = answering == op ? answered : 0;
-        if (status == OpFrame.OK) {
-            if (op.read && got != op.length) {
-                conn.violation("a read completed with " + got + " of " + op.length + " bytes");
-                return false;
-            }
-            o.result = 1;
-        } else {
-            o.result = Status.REFUSED;
-            o.failure = refusal(op, status, OpFrame.detail(reverse, at));
-        }
-        answering = null;
-        opsDone = next;
-        finish(o.issue);
         return true;
-    }
-
-    /** The error for a refused operation: what the owner said, and what to do. Failure path only. */
-    private String refusal(Op op, int status, long detail) {
-        String what = (op.read ? "read of " : "write of ") + op.length + " bytes at offset " + op.remoteOffset;
-        return "the peer " + conn.peer + " refused the one-sided " + what + ": " + (status == OpFrame.NO_REGISTRATION
-                ? "it has no open registration with that region's id (the registration was closed, or the "
-                + "RemoteRegion is not from this peer or was corrupted); use a RemoteRegion the peer sent for a "
-                + "registration it keeps open"
-                : "the range lies outside its registration of " + detail + " bytes (the RemoteRegion does not "
-                + "match the peer's registration); use the RemoteRegion exactly as the peer sent it");
     }
 
     /** Writes on socket 0, hands chunks to the bulk lanes and collects the chunks they wrote. */
@@ -451,13 +428,14 @@ final class TcpSendWire implements SendWire {
     }
 
     /**
-     * Writes socket 0: one-sided frames first, then the small messages' chunks. Header and payload go out as two
-     * single-buffer writes: the JDK's gathering write allocates per call for buffers over memory segments.
+     * Writes socket 0: one-sided frames first (a message after them must find them applied), then eager records,
+     * then the small messages' chunks. Header and payload go out as two single-buffer writes: the JDK's gathering
+     * write allocates per call for buffers over memory segments. An eager record is one buffer, header included.
      */
     private void transmitSmall() {
         SocketChannel ch = sockets[0];
         for (int w = 0; w < WRITES_PER_SOCKET; w++) {
-            if (socketMessage0 < 0 && !socketOp && !assignOp() && !assign()) {
+            if (socketMessage0 < 0 && !socketOp && !socketEager && !assignOp() && !assignEager() && !assign()) {
                 break;
             }
             ByteBuffer data = payload0;
@@ -479,9 +457,15 @@ final class TcpSendWire implements SendWire {
                 return;
             }
             if (!data.hasRemaining()) {
-                if (socketOp) {
+                if (socketOp || socketEager) {
+                    boolean record = socketEager;
                     socketOp = false;
+                    socketEager = false;
                     payload0 = EMPTY;
+                    if (record) {
+                        eager.wrote();
+                        finish(eagerIssue[(int) (eagerWritten++ & (ORDER - 1))]);
+                    }
                 } else {
                     chunkWritten();
                 }
@@ -528,30 +512,24 @@ final class TcpSendWire implements SendWire {
 
     /** Gives socket 0 the next frame of the oldest operation not yet on the wire; false when there is none. */
     private boolean assignOp() {
-        if (opsSent == opsIssued) {
+        ByteBuffer payload = ops.next(header0, views0);
+        if (payload == null) {
             return false;
         }
-        OutgoingOp o = ops[(int) (opsSent & (OpWindow.SIZE - 1))];
-        Op op = o.op;
-        int number = (int) (opsSent + 1);
-        long key = TcpRegistration.idOf(op.remote);
-        if (op.read) {
-            OpFrame.request(header0, OpFrame.READ, true, number, key, op.remoteOffset, op.length);
-            payload0 = EMPTY;
-            opsSent++;
-        } else {
-            long done = o.assigned;
-            int length = (int) Math.min(ChunkHeader.SEND_MAX, op.length - done);
-            boolean last = done + length == op.length;
-            OpFrame.request(header0, OpFrame.WRITE, last, number, key, op.remoteOffset + done, length);
-            payload0 = length == 0 ? EMPTY
-                    : views0.view((TcpRegistration) op.local, op.localOffset + done, length);
-            o.assigned = done + length;
-            if (last) {
-                opsSent++;
-            }
-        }
+        payload0 = payload;
         socketOp = true;
+        return true;
+    }
+
+    /** Gives socket 0 the next eager record (header and payload in one buffer); false when there is none. */
+    private boolean assignEager() {
+        ByteBuffer record = eager == null ? null : eager.next();
+        if (record == null) {
+            return false;
+        }
+        header0.position(header0.capacity());      // nothing of it to write; absolute puts still fit
+        payload0 = record;
+        socketEager = true;
         return true;
     }
 
@@ -589,7 +567,13 @@ final class TcpSendWire implements SendWire {
         for (SendLane lane : lanes) {
             lane.retire();
         }
-        conn.close();
+        try {
+            conn.close();
+        } finally {
+            if (eager != null) {
+                eager.close();
+            }
+        }
     }
 
     @Override

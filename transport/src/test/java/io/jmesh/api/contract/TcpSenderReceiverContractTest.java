@@ -6,13 +6,18 @@ import io.jmesh.api.Fabric;
 import java.util.Map;
 
 /**
- * The contract suite on the TCP provider: one fabric on a loopback address, connected to itself. Part of the unit
- * run.
+ * The contract suite on the TCP provider with the eager path off: one fabric on a loopback address, connected to
+ * itself. Part of the unit run.
  */
 class TcpSenderReceiverContractTest extends SenderReceiverContract {
     @Override
     protected Fabric openFabric() {
-        return Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp").addresses("127.0.101.2/24"));
+        return Fabric.open(context(Context.from(Map.of(), Map.of()).provider("tcp").addresses("127.0.101.2/24")));
+    }
+
+    /** The eager path's threshold for this run of the suite. */
+    protected Context context(Context base) {
+        return base.tcpEagerThreshold(0);
     }
 
     /** One ordered stream per connection: the sender reports a request only once every earlier one is done. */

@@ -155,7 +155,8 @@ class TcpFailureTest {
 
     @Test
     void receiverClosingWhileTheSenderWaitsFailsTheSender() throws Exception {
-        TcpProvider a = provider("127.0.101.2/24");
+        // the eager path off: the send must wait for the receive
+        TcpProvider a = provider("127.0.101.2/24", Setting.TCP_EAGER_THRESHOLD.property(), "0");
         TcpProvider b = provider("127.0.101.3/24");
         TcpTestSupport.Pair p = connect(a, b.listen());
         Registration rs = a.register(arena.allocate(100));

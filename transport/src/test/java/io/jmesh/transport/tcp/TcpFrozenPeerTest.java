@@ -36,8 +36,10 @@ class TcpFrozenPeerTest {
     void aStoppedPeerFailsBothDirectionsAndAPeerThatOnlyDoesNotPollDoesNot() throws Exception {
         assumeTrue(Files.isExecutable(Path.of("/bin/kill")), "needs /bin/kill to stop and continue the child");
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        // the eager path off: a send to the peer that does not poll must wait for its receive
         try (TcpProvider provider = TcpTestSupport.provider("127.0.78.1/24", Setting.LIVENESS_TIMEOUT_MS.property(),
-                Long.toString(LIVENESS_MS)); Arena arena = Arena.ofShared()) {
+                Long.toString(LIVENESS_MS), Setting.TCP_EAGER_THRESHOLD.property(), "0");
+             Arena arena = Arena.ofShared()) {
             TcpListener listener = provider.listen();
             ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx128m", "-cp",
                     System.getProperty("java.class.path"), FrozenPeerChild.class.getName(), "127.0.78.2/24",

@@ -299,7 +299,7 @@ class TcpLaneTest {
         SocketChannel[] zero = TcpTestSupport.socketPair(cleanup);
         SocketChannel[] one = TcpTestSupport.socketPair(cleanup);
         CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {zero[0], one[0]},
-                "receiver"), null, pumps, c -> { });
+                "receiver"), null, pumps, null, c -> { });
         cleanup.add(r);
         return new Hostile(r, one[1]);
     }

@@ -87,7 +87,7 @@ class TcpOpWireTest {
         SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
         TcpRegistry registry = new TcpRegistry();
         CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"),
-                registry, null, c -> { });
+                registry, null, null, c -> { });
         cleanup.add(r);
         return new Owner(r, pair[1], registry);
     }
@@ -257,7 +257,7 @@ class TcpOpWireTest {
             throws Exception {
         SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
         CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"),
-                null, null, c -> { });
+                null, null, null, c -> { });
         cleanup.add(s);
         int req = switch (issue) {
             case NOTHING -> -1;

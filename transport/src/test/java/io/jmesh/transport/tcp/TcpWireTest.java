@@ -40,16 +40,20 @@ class TcpWireTest {
 
     @Test
     void connectRequestRoundTripsAndRejectsBadInput() {
-        assertEquals(new ConnectRequest(4), ConnectRequest.decode(new ConnectRequest(4).encode()));
-        byte[] ok = new ConnectRequest(16).encode();
+        assertEquals(new ConnectRequest(4, 0), ConnectRequest.decode(new ConnectRequest(4, 0).encode()));
+        byte[] ok = new ConnectRequest(16, 65536).encode();
         assertEquals(16, ConnectRequest.decode(ok).sockets());
+        assertEquals(65536, ConnectRequest.decode(ok).eager());
+        byte[] eager = ok.clone();
+        eager[9] = 0x20;                           // 2 MiB + 64 KiB: more than any ring takes
+        assertTrue(message(() -> ConnectRequest.decode(eager)).contains("eagerly"));
         assertThrows(IllegalArgumentException.class, () -> ConnectRequest.decode(new byte[15]));
         assertThrows(IllegalArgumentException.class, () -> ConnectRequest.decode(new byte[17]));
         byte[] magic = ok.clone();
         magic[0] ^= 1;
         assertTrue(message(() -> ConnectRequest.decode(magic)).contains("JMESH_PROVIDER"));
         byte[] version = ok.clone();
-        version[5] = 2;
+        version[5] = 1;                            // the protocol before the eager path
         assertTrue(message(() -> ConnectRequest.decode(version)).contains("same jmesh version"));
         byte[] sockets = ok.clone();
         sockets[7] = 17;
@@ -65,23 +69,29 @@ class TcpWireTest {
     void acceptReplyRoundTripsAndRejectsBadInput() {
         byte[] token = new byte[16];
         token[3] = 9;
-        AcceptReply r = AcceptReply.decode(new AcceptReply(3, 40123, token).encode(), 4);
+        AcceptReply r = AcceptReply.decode(new AcceptReply(3, 40123, 16, 4096, token).encode(), 4, 65536);
         assertEquals(3, r.sockets());
         assertEquals(40123, r.port());
+        assertEquals(16, r.slots());
+        assertEquals(4096, r.eager());
         assertArrayEquals(token, r.token());
-        byte[] ok = new AcceptReply(4, 40123, token).encode();
-        assertThrows(IllegalArgumentException.class, () -> AcceptReply.decode(ok, 3), "more sockets than asked");
-        assertThrows(IllegalArgumentException.class, () -> AcceptReply.decode(new byte[31], 4));
+        assertEquals(0, AcceptReply.decode(new AcceptReply(3, 40123, 0, 0, token).encode(), 4, 65536).slots());
+        byte[] ok = new AcceptReply(4, 40123, 16, 65536, token).encode();
+        assertThrows(IllegalArgumentException.class, () -> AcceptReply.decode(ok, 3, 65536), "more sockets than asked");
+        assertTrue(message(() -> AcceptReply.decode(ok, 4, 4096)).contains("eager ring"), "a larger ring than offered");
+        assertThrows(IllegalArgumentException.class, () -> AcceptReply.decode(new byte[31], 4, 65536));
         byte[] port = ok.clone();
         port[8] = 0;
         port[9] = 0;
-        assertThrows(IllegalArgumentException.class, () -> AcceptReply.decode(port, 4));
-        byte[] reserved = ok.clone();
-        reserved[11] = 1;
-        assertThrows(IllegalArgumentException.class, () -> AcceptReply.decode(reserved, 4));
+        assertThrows(IllegalArgumentException.class, () -> AcceptReply.decode(port, 4, 65536));
+        byte[] slots = ok.clone();
+        slots[11] = 3;                             // not a power of two
+        assertThrows(IllegalArgumentException.class, () -> AcceptReply.decode(slots, 4, 65536));
+        slots[11] = 0;                             // no ring, but a size
+        assertThrows(IllegalArgumentException.class, () -> AcceptReply.decode(slots, 4, 65536));
         byte[] magic = ok.clone();
         magic[1] = 0;
-        assertThrows(IllegalArgumentException.class, () -> AcceptReply.decode(magic, 4));
+        assertThrows(IllegalArgumentException.class, () -> AcceptReply.decode(magic, 4, 65536));
     }
 
     @Test
@@ -155,7 +165,7 @@ class TcpWireTest {
     private Fake fakeReceiver() throws Exception {
         SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
         CoreReceiver r = TcpReceiveWire.receiver(new DataConnection(new SocketChannel[] {pair[0]}, "receiver"),
-                null, null, c -> { });
+                null, null, null, c -> { });
         cleanup.add(r);
         return new Fake(r, null, pair[1]);
     }
@@ -163,7 +173,7 @@ class TcpWireTest {
     private Fake fakeSender() throws Exception {
         SocketChannel[] pair = TcpTestSupport.socketPair(cleanup);
         CoreSender s = TcpSendWire.sender(new DataConnection(new SocketChannel[] {pair[0]}, "sender"),
-                null, null, c -> { });
+                null, null, null, c -> { });
         cleanup.add(s);
         return new Fake(null, s, pair[1]);
     }
