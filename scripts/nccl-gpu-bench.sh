@@ -4,19 +4,30 @@
 # torchrun (PYTHON, default /opt/torch/.venv/bin/python). Writes logs and JSON results to OUT (default
 # target/nccl-gpu). See docs/nccl.md and docs/benchmarks-gpu.md.
 #   usage: scripts/nccl-gpu-bench.sh [--quick]
-# Environment: PLUGIN_DIR (the install layout), PYTHON, OUT, SIZES (MiB, default 1,4,16,64,256), ITERS (10),
+# Environment: PLUGIN_DIR (the install layout), PYTHON, OUT, SIZES (MiB, default 1,4,16,64,256; set empty beside
+# SIZES_KIB for the KiB sizes only), SIZES_KIB (KiB, e.g. 4,8,16,32,64,128,256,512,1024: timed before SIZES, for
+# small-message latency), ITERS (10: timed iterations from 1 MiB), LAT_ITERS (200: timed iterations below 1 MiB),
 # ROUNDS (1: each of Socket, jmesh and Socket's best once; 2 or more interleave them, labels -r1, -r2, ...),
 # JMESH_VARIANTS (e.g. "JMESH_TCP_SPIN_US=20 JMESH_TCP_THREADS=4": one more jmesh run per round for each setting),
 # JMESH_SOCKETS_SWEEP (e.g. "1 8": extra jmesh runs with that many TCP sockets per connection),
 # WARMUP_S (0: untimed seconds of every size's ops before timing, in each run; a JVM's JIT compiles meanwhile).
+# Every run's rows give the median and p90 of their per-iteration times; a latency summary (us, median of the rounds,
+# jmesh against Socket's best and Socket) ends the output.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 PLUGIN_DIR=${PLUGIN_DIR:-$ROOT/nccl-shim/target/nccl-plugin}
 PYTHON=${PYTHON:-/opt/torch/.venv/bin/python}
 OUT=${OUT:-$ROOT/target/nccl-gpu}
-SIZES=${SIZES:-1,4,16,64,256}
+SIZES_KIB=${SIZES_KIB:-}
+SIZES=${SIZES-1,4,16,64,256}
+# SIZES set empty still means the default, as it did before SIZES_KIB; beside SIZES_KIB it means no MiB sizes
+[ -n "$SIZES" ] || [ -n "$SIZES_KIB" ] || SIZES=1,4,16,64,256
 ITERS=${ITERS:-10}
-[ "${1:-}" = "--quick" ] && { SIZES=1,16; ITERS=3; }
+LAT_ITERS=${LAT_ITERS:-200}
+[ "${1:-}" = "--quick" ] && { SIZES=1,16; ITERS=3; LAT_ITERS=20; }
+# without SIZES_KIB the Python gets the same arguments as before it took KiB sizes
+SIZE_ARGS=(--sizes-mib "$SIZES" --iters "$ITERS")
+[ -z "$SIZES_KIB" ] || SIZE_ARGS+=(--sizes-kib "$SIZES_KIB" --lat-iters "$LAT_ITERS")
 mkdir -p "$OUT"
 status=0
 
@@ -64,9 +75,11 @@ run_torch() { # label, time limit (s), then environment assignments
     local label=$1 limit=$2
     shift 2
     echo "== torch $label: $*"
+    # a run that dies before writing its JSON must not leave an earlier job's in OUT for the summary to read
+    rm -f "$OUT/$label.json"
     env "$@" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET timeout "$limit" "$PYTHON" -m torch.distributed.run \
         --nproc_per_node=2 --master_port=$((29500 + RANDOM % 1000)) "$ROOT/scripts/nccl_torch_bench.py" \
-        --label "$label" --out "$OUT" --sizes-mib "$SIZES" --iters "$ITERS" --warmup-s "${WARMUP_S:-0}" > "$OUT/$label.log" 2>&1
+        --label "$label" --out "$OUT" "${SIZE_ARGS[@]}" --warmup-s "${WARMUP_S:-0}" > "$OUT/$label.log" 2>&1
     local rc=$?
     grep -E '^(==|op |all_)' "$OUT/$label.log"
     grep -m3 -E 'NET/Plugin|Using network|Loaded net plugin|jmesh NCCL plugin' "$OUT/$label.log"
@@ -75,6 +88,9 @@ run_torch() { # label, time limit (s), then environment assignments
 
 ROUNDS=${ROUNDS:-1}
 JMESH_ENV=(NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+variant_label() { echo "jmesh-$(echo "${1#JMESH_}" | tr 'A-Z=_' 'a-z--')"; }
+labels=(socket jmesh socket4) sweep=()  # without -rN: the summary finds every round's run
+for v in ${JMESH_VARIANTS:-}; do labels+=("$(variant_label "$v")"); done
 for ((round = 1; round <= ROUNDS; round++)); do
     sfx=$([ "$ROUNDS" -gt 1 ] && echo "-r$round")
     echo "== 2. baseline: NCCL's built-in Socket transport, defaults (1 socket, no helper threads)"
@@ -92,16 +108,77 @@ for ((round = 1; round <= ROUNDS; round++)); do
     fi
     for v in ${JMESH_VARIANTS:-}; do
         echo "== 4b. jmesh with $v"
-        run_torch "jmesh-$(echo "${v#JMESH_}" | tr 'A-Z=_' 'a-z--')$sfx" 150 "${JMESH_ENV[@]}" "$v"
+        run_torch "$(variant_label "$v")$sfx" 150 "${JMESH_ENV[@]}" "$v"
     done
 done
 
 # optional: jmesh with other numbers of TCP data sockets per connection, e.g. JMESH_SOCKETS_SWEEP="1 8"
 for n in ${JMESH_SOCKETS_SWEEP:-}; do
     echo "== 5. jmesh with JMESH_TCP_SOCKETS=$n"
+    sweep+=("jmesh-tcp$n")
     run_torch "jmesh-tcp$n" 150 NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh JMESH_TCP_SOCKETS="$n" \
         LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 done
 
+# per op and size, every configuration's per-iteration median / p90 (each the median over the rounds), from the JSON
+"$PYTHON" - "$OUT" "$ROUNDS" "${labels[@]}" -- "${sweep[@]}" <<'PY' || echo "latency summary FAILED"
+import json, os, statistics, sys
+out, rounds, rest = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+cut = rest.index("--")
+# the runs of every round carry -rN when there are several; the socket sweep runs once, after them, unsuffixed
+runs = {l: [f"{l}-r{i}" for i in range(1, rounds + 1)] if rounds > 1 else [l] for l in rest[:cut]}
+runs.update({l: [l] for l in rest[cut + 1:]})
+bad, lat = [], {}  # lat[label][(op, bytes)]: [(median, p90) of each correct run]
+for label, names in runs.items():
+    lat[label] = {}
+    for name in names:
+        try:
+            with open(os.path.join(out, name + ".json")) as f:
+                result = json.load(f)
+        except FileNotFoundError:
+            bad.append(f"{name} (no JSON)")
+            continue
+        except (OSError, ValueError):
+            bad.append(f"{name} (unreadable JSON)")
+            continue
+        # a run with wrong elements timed a broken transport: its times say nothing
+        if not result.get("correct"):
+            bad.append(f"{name} (wrong results)")
+            continue
+        for r in result["rows"]:
+            if "time_us_median" not in r:  # written before the bench kept per-iteration times
+                continue
+            lat[label].setdefault((r["op"], r["bytes"]), []).append((r["time_us_median"], r["time_us_p90"]))
+ops = ["all_reduce", "all_gather"]
+keys = sorted({k for by_key in lat.values() for k in by_key}, key=lambda k: (ops.index(k[0]) if k[0] in ops else 9, k))
+
+
+def median_of_rounds(label, key, i):
+    got = lat.get(label, {}).get(key)
+    return statistics.median(t[i] for t in got) if got else None
+
+
+ratios = [("jmesh", "socket4"), ("jmesh", "socket")] + [(l, "socket4") for l in runs if l.startswith("jmesh-")]
+cols = [(l, max(len(l), 13)) for l in runs]
+print(f"== latency summary: per-iteration median/p90 us, each the median of {rounds} round(s); ratios of the medians"
+      " (below 1: the first is faster)")
+print(f"{'op':<11} {'size':>10} " + " ".join(f"{l:>{w}}" for l, w in cols) + "  "
+      + " ".join(f"{a}/{b}" for a, b in ratios))
+for key in keys:
+    size = f"{key[1] >> 20:>7} MiB" if key[1] % (1 << 20) == 0 else f"{key[1] >> 10:>7} KiB"
+    cells = []
+    for l, w in cols:
+        m, p = median_of_rounds(l, key, 0), median_of_rounds(l, key, 1)
+        cells.append(f"{'FAIL' if m is None else f'{m:.1f}/{p:.1f}':>{w}}")
+    quotients = []
+    for a, b in ratios:
+        m, base = median_of_rounds(a, key, 0), median_of_rounds(b, key, 0)
+        quotients.append(f"{'-' if m is None or not base else f'{m / base:.2f}':>{len(a) + len(b) + 1}}")
+    print(f"{key[0]:<11} {size} " + " ".join(cells) + "  " + " ".join(quotients))
+if not keys:
+    print("no correct run to summarise")
+if bad:
+    print("missing or failed (FAIL where no round of a configuration is left): " + ", ".join(bad))
+PY
 echo "results in $OUT ($((SECONDS - START)) s)"
 exit $status
