@@ -41,7 +41,7 @@ ok=1
 wait $r0 || ok=0
 wait $r1 || ok=0
 if [ $ok -eq 0 ] || [ ! -s "$cache.tmp" ]; then
-    tail -20 "$work"/rank*.log >&2
+    tail -n 20 "$work"/rank*.log >&2
     rm -f "$cache.tmp"
     why="the training run failed (above); the layout works without a cache, only its JVM starts slower"
     [ $optional -eq 1 ] && { echo "nccl-aot: warning: $why" >&2; exit 0; }

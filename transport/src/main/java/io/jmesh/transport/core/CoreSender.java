@@ -264,6 +264,11 @@ public final class CoreSender implements Sender {
                 fill(slot);
                 if (slot.full) {
                     wire.matched(slot, i);         // the slot's large messages may go now
+                    if (slot.reported == slot.mask()) {
+                        // a wire that moves each message on its own (TCP) may have completed them all, and test
+                        // reported them, before this eager send filled the slot: nothing is left to report
+                        slot.reset();
+                    }
                 }
             }
         }

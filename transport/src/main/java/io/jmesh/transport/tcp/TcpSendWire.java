@@ -11,16 +11,14 @@ import io.jmesh.transport.core.SendWire;
 import io.jmesh.transport.core.Slots;
 
 import java.io.IOException;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.function.Consumer;
 
 /**
  * The TCP wire of a sender. The receiver sends a clear-to-send frame ({@link CtsFrame}) per grouped receive on data
- * socket 0; each is checked and filed as {@link Cts} entries into a local FIFO, where the core matches sends exactly
- * as on verbs. A matched message of up to {@value #SMALL} bytes goes out on socket 0 from this thread, at once; a
+ * socket 0; each is checked and filed as {@link Cts} entries into a local FIFO ({@link CtsIntake}), where the core
+ * matches sends exactly as on verbs. A matched message of up to {@value #SMALL} bytes goes out on socket 0 from this thread, at once; a
  * larger one is cut into chunks ({@link ChunkHeader}), striped over the bulk sockets' {@link SendLane}s as soon as
  * it is matched, which the fabric's helper threads write straight from the registered memory, in parallel ({@link
  * TcpPumps}), with no further call on this thread. One-sided writes and reads ({@link OpFrame}, kept by an {@link
@@ -61,17 +59,10 @@ final class TcpSendWire implements SendWire {
     private final DataConnection conn;
     private final SendSlot[] slots;
     private final SocketChannel[] sockets;
-    private final MemorySegment fifo = Arena.ofAuto().allocate(Cts.FIFO_BYTES, 64);
+    private final CtsIntake cts;
 
     // socket 0's reverse direction: clear-to-sends, answers to reads, completions of operations, eager credits
     private final ByteBuffer reverse = ByteBuffer.allocateDirect(REVERSE_BYTES);
-    /** Clear-to-sends filed so far, and the ring position of the next entry. */
-    private long ctsReceived;
-    private long entryHead;
-    /** Per receive number (mod {@link Cts#MAX_REQUESTS}): its buffers may only be written by the peer's own thread. */
-    private final boolean[] peerLocal = new boolean[Cts.MAX_REQUESTS];
-    /** Slots the core filled so far: a clear-to-send may only reuse a slot that has been full. */
-    private long full;
 
     private final Outgoing[] out = new Outgoing[CoreSender.MESSAGES];
     /** Message ids with chunks still to hand out on socket 0, in matching order. */
@@ -121,6 +112,7 @@ final class TcpSendWire implements SendWire {
         this.slots = slots;
         this.sockets = conn.sockets;
         this.ops = new OpOutbox(conn);
+        this.cts = new CtsIntake(conn);
         this.eager = ring == null ? null : new EagerOutbox(ring);
         for (int k = 0; k < out.length; k++) {
             out[k] = new Outgoing();
@@ -145,7 +137,7 @@ final class TcpSendWire implements SendWire {
                              Consumer<AutoCloseable> onClose) {
         SendSlot[] ring = CoreSender.ring();
         TcpSendWire wire = new TcpSendWire(conn, ring, registry, pumps, eager);
-        return new CoreSender(conn, wire.fifo, ring, wire, onClose);
+        return new CoreSender(conn, wire.cts.fifo(), ring, wire, onClose);
     }
 
     @Override
@@ -157,7 +149,7 @@ final class TcpSendWire implements SendWire {
     public void matched(SendSlot slot, int i) {
         if (slot.eager(i)) {                       // an eager record filled the slot: nothing to send for it
             if (slot.full()) {
-                full++;
+                cts.learned(slot.nreqs);
             }
             return;
         }
@@ -165,7 +157,7 @@ final class TcpSendWire implements SendWire {
         Outgoing m = out[k];
         long length = slot.length[i];
         boolean striped = lanes.length > 0 && length > SMALL && ((TcpRegistration) slot.registration[i]).shared
-                && !peerLocal[Slots.ofRequest(slot.seq)];
+                && !cts.peerLocal(slot.seq);
         long share = striped ? (length + lanes.length - 1) / lanes.length : length;
         long chunk = Math.min(ChunkHeader.SEND_MAX, Math.max(ChunkHeader.SEND_MIN, share));
         m.chunk = (int) ((chunk + 4095) & ~4095L);
@@ -181,7 +173,7 @@ final class TcpSendWire implements SendWire {
             queue[queueTail++ & (CoreSender.MESSAGES - 1)] = k;
         }
         if (slot.full()) {
-            full++;
+            cts.learned(slot.nreqs);
         }
         transmit();
     }
@@ -227,7 +219,7 @@ final class TcpSendWire implements SendWire {
 
     @Override
     public void eagerOnly(SendSlot slot) {
-        full++;
+        cts.learned(slot.nreqs);
     }
 
     /** Request {@code issue} finished: moves the in-order completion point and hands the core what it passed. */
@@ -261,6 +253,7 @@ final class TcpSendWire implements SendWire {
 
     /** Reads socket 0's reverse direction and takes the frames in it; answer payloads go into the reader's memory. */
     private void readReverse() {
+        cts.fileHeld();
         for (int r = 0; r < REVERSE_READS; r++) {
             int got;
             try {
@@ -310,39 +303,11 @@ final class TcpSendWire implements SendWire {
             if (reverse.remaining() < need) {
                 return true;
             }
-            if (!(type == CtsFrame.TYPE ? acceptCts(at) : credit ? acceptCredit(at) : acceptReply(at))) {
+            if (!(type == CtsFrame.TYPE ? cts.accept(reverse, at) : credit ? acceptCredit(at) : acceptReply(at))) {
                 return false;
             }
             reverse.position(at + need);
         }
-    }
-
-    /** Checks one clear-to-send and files its entries in the FIFO the core matches against. */
-    private boolean acceptCts(int at) {
-        String bad = CtsFrame.check(reverse, at);
-        if (bad != null) {
-            conn.violation(bad);
-            return false;
-        }
-        long seq = ctsReceived + 1;
-        if (CtsFrame.seq(reverse, at) != (int) seq) {
-            conn.violation("clear-to-send number " + Integer.toUnsignedString(CtsFrame.seq(reverse, at))
-                    + " out of order (expected " + seq + ")");
-            return false;
-        }
-        if (seq > full + Cts.MAX_REQUESTS) {
-            conn.violation("clear-to-send number " + seq + " while " + Cts.MAX_REQUESTS + " receives are outstanding");
-            return false;
-        }
-        int n = CtsFrame.count(reverse, at);
-        for (int i = 0; i < n; i++) {
-            Cts.write(fifo, Cts.at(entryHead + i), 0, CtsFrame.size(reverse, at, i), null, 0, 0,
-                    CtsFrame.tag(reverse, at, i), n, seq);
-        }
-        entryHead += n;
-        ctsReceived = seq;
-        peerLocal[Slots.ofRequest(seq)] = CtsFrame.local(reverse, at);
-        return true;
     }
 
     /** An answer or completion of a one-sided operation; its end goes into the completion order. */
