@@ -5,7 +5,7 @@
  *       bandwidth (MiB/s) against message size from JMH JSON of io.jmesh.bench.BandwidthBenchmark: one line per file;
  *       each point is ops/s x size, with the JMH error as a bar
  *   java scripts/BenchChart.java perftest OUT.svg testbed-perf.tsv
- *       jmesh bw against ib_write_bw by size (medians over rounds) from scripts/bench-testbed.sh's TSV
+ *       jmesh bw against ib_write_bw by size (medians over rounds) from scripts/bench testbed's TSV
  *   java scripts/BenchChart.java table FILE.json
  *       a Markdown table of a JMH result file: the score, MiB/s for bandwidth, and the allocation per operation
  *       (gc.alloc.rate.norm of -prof gc, all threads; hotPathBytesPerOp, the benchmark thread alone)

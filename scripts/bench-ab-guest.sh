@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs inside the testbed guests for scripts/bench-ab.sh (not by hand): b serves, a is the client; JMESH_AB_JARS has
+# Runs inside the testbed guests for scripts/bench ab (not by hand): b serves, a is the client; JMESH_AB_JARS has
 # old/ and new/, each a jmesh-benchmarks.jar with its lib/. JMESH_AB_TESTS, JMESH_AB_SIZES, JMESH_AB_BW_SIZE and
-# JMESH_AB_EAGER come from bench-ab.sh (see there).
+# JMESH_AB_EAGER come from scripts/bench ab (see there).
 set -uo pipefail
 pairs=${1:-4}
 tests=${JMESH_AB_TESTS:-lat latsend}; sizes=${JMESH_AB_SIZES:-2}; bwsize=${JMESH_AB_BW_SIZE:-4096}

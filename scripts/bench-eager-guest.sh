@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs inside the testbed guests for scripts/bench-eager.sh (not by hand): b serves, a is the client. Per round, on
+# Runs inside the testbed guests for scripts/bench eager (not by hand): b serves, a is the client. Per round, on
 # the same link: ib_send_lat and ib_write_lat at each size, jmesh lat (isend/irecv) over all sizes with the eager path
 # and with JMESH_EAGER_THRESHOLD=0 (every message receiver-driven, as before the eager path), both again with
 # --repost each (every receive posted and announced on its own, as NCCL posts them), then at 4 KiB

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs inside the testbed guests for scripts/bench-testbed.sh (not by hand).
+# Runs inside the testbed guests for scripts/bench testbed (not by hand).
 #   bench-guest.sh perf ROUNDS   on 'pair': guest b serves, guest a is the client; ib_write_bw and jmesh bw for every
 #                                size (and jmesh bw --poll spin at 64 KiB and 1 MiB), then three times ib_write_lat,
 #                                jmesh lat --op write, ib_send_lat and jmesh lat; ROUNDS times (interleaved, so all see the same host load); logs in $TESTBED_OUT/perf/

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs inside the testbed guests of 'line:4' for scripts/bench-hops.sh (not by hand). a is the client of 'jmesh lat'
+# Runs inside the testbed guests of 'line:4' for scripts/bench hops (not by hand). a is the client of 'jmesh lat'
 # and 'jmesh bw' to b (direct), c (through b's relay) and d (through b's and c's: records from b to c); b and c run
 # 'jmesh relay'. A 'jmesh lat' server connects back to a, so c's and d's lat servers need route discovery: c's relay
 # stops while c serves (one fabric per node answers discovery on its port; c's server relays meanwhile); the other

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs inside the testbed guests for scripts/bench-plugin.sh (not by hand): b serves/receives, a is the client/sender.
+# Runs inside the testbed guests for scripts/bench plugin (not by hand): b serves/receives, a is the client/sender.
 # Per round, on the same link, jmesh through its Java API beside the same traffic through the NCCL plugin's upcalls
 # (nccl-net-driver over libnccl-net-jmesh.so, both on verbs): `jmesh bw` against the driver's --oneway bandwidth
 # round with the same window, then `jmesh lat` against the driver's --calls ping-pong (and its idle test()). Both

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs inside the testbed guests for scripts/bench-profile.sh (not by hand): b serves, a is the client and records
+# Runs inside the testbed guests for scripts/bench profile (not by hand): b serves, a is the client and records
 # the profiles. ib_send_lat runs for 40 s (profiled from 8 s on); jmesh lat runs for 70 s after its warm-up
 # (profiled from 75 s after its start, so the JIT has settled), both with the eager path on in jmesh.
 set -uo pipefail

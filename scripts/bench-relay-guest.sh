@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs inside the testbed guests of 'line:3' for scripts/bench-relay.sh (not by hand). a is the client; c serves the
+# Runs inside the testbed guests of 'line:3' for scripts/bench relay (not by hand). a is the client; c serves the
 # relayed pair (a -> c through b), b serves the direct pair (a -> b) with route discovery off, so only b's
 # 'jmesh relay' answers discovery and relays. The out-of-band TCP exchange of 'jmesh bw' between a and c goes through
 # b's kernel (IP forwarding and two static routes set here); jmesh's data path does not use them: it picks links by

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the reference plugin (github.com/autoscriptlabs/nccl-mesh-plugin, the C plugin jmesh started from: SEND/RECV
-# on one RC queue pair per connection) with real verbs, as a baseline for nccl-net-driver (scripts/bench-plugin.sh
+# on one RC queue pair per connection) with real verbs, as a baseline for nccl-net-driver (scripts/bench plugin
 # --ref). Its source is not part of jmesh: pass a checkout of it (measured at commit 679a394). Two changes, both needed
 # to run it on Soft-RoCE and neither touching its data path: its stub infiniband/verbs.h is left out so that the
 # system's libibverbs headers are used, and softroce-netdev.patch finds an rxe device's netdev in its "parent" file

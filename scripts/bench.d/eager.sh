@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
+# The eager path against perftest and against the receiver-driven path, in the testbed ('pair')
+#
 # The eager path against perftest and against the receiver-driven path, in the Soft-RoCE testbed, by hand (not part
 # of ./test): scripts/bench-eager-guest.sh on 'pair', then a table of t_typical (us) per size (jmesh lat with its
 # receives reposted in batches, and with --repost each) and of BW average at 4 KiB.
 # Logs: target/bench-runs/STAMP-eager/a/out/eager/.
-#   scripts/bench-eager.sh [ROUNDS]      (default 2)
+#   scripts/bench eager [ROUNDS]      (default 2)
 set -uo pipefail
-ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 . "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 rounds=${1:-2}

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# The NCCL plugin's path against jmesh's Java API (and the reference C plugin), in the testbed ('pair')
+#
 # The NCCL plugin's path against jmesh's Java API on one Soft-RoCE link, by hand (not part of ./test): runs
 # scripts/bench-plugin-guest.sh on 'pair', then prints per round the bandwidth of `jmesh bw --poll yield` beside
 # nccl-net-driver --oneway (same window, MB/s; the plugin with and without its AOT cache), the latency of `jmesh lat
@@ -9,9 +11,9 @@
 # JMESH_BENCH_WAYS (default "api plugin plugin-noaot"; api-each adds `jmesh lat --repost each`, every receive
 # announced on its own as NCCL posts them) and JMESH_BENCH_PARTS (default "bw lat jmh") narrow a run;
 # JMESH_EAGER_THRESHOLD, where set, is passed to every jmesh run.
-#   scripts/bench-plugin.sh [--ref CHECKOUT] [ROUNDS]      (default 2 rounds)
+#   scripts/bench plugin [--ref CHECKOUT] [ROUNDS]      (default 2 rounds)
 set -uo pipefail
-ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 . "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 ref=

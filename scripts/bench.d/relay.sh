@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
+# Relayed (through b's verbs relay) against direct, in the testbed ('line:3')
+#
 # Relayed against direct in the Soft-RoCE testbed, by hand (not part of ./test): on 'line:3' (a - b - c), 'jmesh bw'
 # and 'jmesh lat' from a to c through b's verbs relay ('jmesh relay' on b) and from a to b directly, interleaved in
 # one run on the same guests, at 64 KiB to 4 MiB; and, as the testbed's ceiling for any relay through b, a -> b and
 # b -> c at once.
 #
-#   scripts/bench-relay.sh [ROUNDS]      (default 2)
+#   scripts/bench relay [ROUNDS]      (default 2)
 #
 # Writes docs/bench/testbed-relay.tsv and docs/bench/testbed-relay-summary.txt (medians over the rounds).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 . "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 rounds=${1:-2}
-[[ $rounds =~ ^[0-9]+$ ]] && (( rounds >= 1 )) || jmesh_die "usage: scripts/bench-relay.sh [ROUNDS]"
+[[ $rounds =~ ^[0-9]+$ ]] && (( rounds >= 1 )) || jmesh_die "usage: scripts/bench relay [ROUNDS]"
 jmesh_find_jdk
 jmesh_bench_snapshot relay
 rd=$ROOT/target/bench-runs/$stamp-relay

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
+# jmesh against perftest on 'pair' and the JMH benchmarks with the verbs provider on 'single', in the testbed
+#
 # Measurement runs in the Soft-RoCE testbed, by hand (not part of ./test): jmesh against perftest on the same link in
 # the same run, and the JMH benchmarks with the verbs provider. Results go to docs/bench/ (commit them).
 #
-#   scripts/bench-testbed.sh [--rounds N] [--no-perf] [--no-jmh] [--out DIR]
+#   scripts/bench testbed [--rounds N] [--no-perf] [--no-jmh] [--out DIR]
 #
 #   perf: 'pair' topology, guest b serves, guest a is the client. For each round: ib_write_bw and jmesh bw at 4 KiB,
 #         64 KiB, 256 KiB and 1 MiB (the same -n for both; jmesh bw --poll spin too at 64 KiB and 1 MiB), then
@@ -15,7 +17,7 @@
 #
 # Soft-RoCE under QEMU TCG is 100-1000x slower than real RoCE: only the ratios mean something (docs/testing.md).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 . "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 rounds=3 perf=1 jmh=1 out=$ROOT/docs/bench
@@ -25,7 +27,8 @@ while [[ $# -gt 0 ]]; do
     --no-perf) perf=0 ;;
     --no-jmh) jmh=0 ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^# --guest/ { exit } NR > 1 && /^#/ { print; next } NR > 1 { exit }' \
+                 "$ROOT/scripts/bench.d/testbed.sh"; exit 0 ;;
     *) jmesh_die "unknown option '$1' (see --help)" ;;
   esac
   shift

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
+# Latency A/B in the testbed: another commit's jmesh against this tree's, interleaved on 'pair'
+#
 # Latency A/B in the Soft-RoCE testbed, by hand (not part of ./test): the jmesh of another commit against this tree's,
 # interleaved on the same guests of 'pair', so that a change is told apart from the day's testbed (whose speed varies
 # by 2x from one day, or one run, to the next). Builds OLD in a git worktree under target/, snapshots both jars.
 #
-#   scripts/bench-ab.sh OLD_COMMIT [PAIRS]     (default 4 pairs; each pair runs both jars once, the order switched)
+#   scripts/bench ab OLD_COMMIT [PAIRS]     (default 4 pairs; each pair runs both jars once, the order switched)
 #
 # Each pair runs every test of JMESH_AB_TESTS for OLD and for this tree (default "lat latsend"):
 #   lat            jmesh lat --op write           latsend-each   jmesh lat --repost each
@@ -11,10 +13,10 @@
 # the latency tests at JMESH_AB_SIZES (comma-separated, default 2), -n 2000. JMESH_AB_EAGER=N runs both with
 # JMESH_EAGER_THRESHOLD=N. Logs: target/bench-runs/STAMP-ab/a/out/ab/kK-{old,new}-TEST.log; a table at the end.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 . "$ROOT/scripts/lib.sh"
 cd "$ROOT"
-[[ $# -ge 1 ]] || jmesh_die "usage: scripts/bench-ab.sh OLD_COMMIT [PAIRS]"
+[[ $# -ge 1 ]] || jmesh_die "usage: scripts/bench ab OLD_COMMIT [PAIRS]"
 old=$1 pairs=${2:-4}
 git rev-parse --verify -q "$old^{commit}" >/dev/null || jmesh_die "no commit '$old' in this repository"
 jmesh_find_jdk

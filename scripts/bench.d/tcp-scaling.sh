@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# The TCP provider against parallel iperf3 on this machine's loopback (no testbed)
+#
 # The TCP provider against iperf3 on this machine's loopback, in one run: `jmesh bw -q N` (N connections, one
 # process pair) against N parallel iperf3 client/server process pairs, for N in COUNTS, at SIZES; then the NCCL driver
 # (two processes, jmesh's TCP provider) at 1-4 MiB. Run it where the cores are (a 2-core machine cannot show parallel
@@ -6,11 +8,11 @@
 # application's thread moves the bytes, as before the helpers), REPS times, interleaved. SOCKETS sets jmesh's data
 # sockets per connection (JMESH_TCP_SOCKETS; socket 0 carries control and small messages, the others the bulk);
 # SKIP="iperf driver" leaves those parts out.
-#   usage: scripts/bench-tcp-scaling.sh            (results in OUT, default target/tcp-scaling)
+#   usage: scripts/bench tcp-scaling            (results in OUT, default target/tcp-scaling)
 # Needs: a Java 25 runtime (JAVA_HOME, else the plugin layout's jre), the built jars (benchmarks/target, and
 # nccl-shim/target/nccl-plugin for the driver), and iperf3 on PATH (or IPERF3, with IPERF3_LIB for its libraries).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 OUT=${OUT:-$ROOT/target/tcp-scaling}
 COUNTS=${COUNTS:-1 2 4 8}
 THREADS=${THREADS:-0 4}

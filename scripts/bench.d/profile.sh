@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
+# Where a round trip's CPU goes: perf in the client guest during ib_send_lat and jmesh lat ('pair')
+#
 # Where a round trip's CPU goes, in the Soft-RoCE testbed, by hand (not part of ./test): a CPU profile of the client
 # guest of 'pair' (perf record -a, cpu-clock, 25 s) while ib_send_lat runs, then while jmesh lat (isend/irecv, eager
 # path on) runs, at one message size. Needs perf on this machine (Debian: apt-get install linux-perf); the guests run
 # this machine's programs. JIT-compiled Java shows by method (-XX:+DumpPerfMapAtExit, -XX:+PreserveFramePointer).
-#   scripts/bench-profile.sh [BYTES]      (default 64)
+#   scripts/bench profile [BYTES]      (default 64)
 # Reports: target/bench-runs/STAMP-profile/a/out/profile/{send,jmesh}-{dso,sym}.txt and the two latency logs.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 . "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 size=${1:-64}

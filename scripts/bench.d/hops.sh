@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
+# Latency and bandwidth by the number of relays on the path, in the testbed ('line:4')
+#
 # Latency and bandwidth by the number of relays on the path, in the Soft-RoCE testbed, by hand (not part of ./test):
 # on 'line:4' (a - b - c - d), 'jmesh lat' (2 bytes, isend/irecv) and 'jmesh bw' (1 MiB) from a to b (direct), to c
 # (one relay) and to d (two relays), interleaved in one run on the same guests.
 #
-#   scripts/bench-hops.sh [ROUNDS]      (default 1)
+#   scripts/bench hops [ROUNDS]      (default 1)
 #
 # Writes docs/bench/testbed-hops.tsv and docs/bench/testbed-hops-summary.txt (medians over the rounds).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 . "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 rounds=${1:-1}
-[[ $rounds =~ ^[0-9]+$ ]] && (( rounds >= 1 )) || jmesh_die "usage: scripts/bench-hops.sh [ROUNDS]"
+[[ $rounds =~ ^[0-9]+$ ]] && (( rounds >= 1 )) || jmesh_die "usage: scripts/bench hops [ROUNDS]"
 jmesh_find_jdk
 jmesh_bench_snapshot hops
 rd=$ROOT/target/bench-runs/$stamp-hops
