@@ -12,8 +12,47 @@
 #   latsend        jmesh lat (isend/irecv)        bw             jmesh bw at JMESH_AB_BW_SIZE bytes (default 4096)
 # the latency tests at JMESH_AB_SIZES (comma-separated, default 2), -n 2000. JMESH_AB_EAGER=N runs both with
 # JMESH_EAGER_THRESHOLD=N. Logs: target/bench-runs/STAMP-ab/a/out/ab/kK-{old,new}-TEST.log; a table at the end.
+#
+# --guest PAIRS: the guest half, run in the guests by the host half (not by hand): b serves, a is the client;
+# JMESH_AB_JARS has old/ and new/, each a jmesh-benchmarks.jar with its lib/. JMESH_AB_TESTS, JMESH_AB_SIZES,
+# JMESH_AB_BW_SIZE and JMESH_AB_EAGER come from the host half (see above).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+
+# the guest half: the host half below has testbed/run start this file with --guest in every guest
+guest() {
+  pairs=${1:-4}
+  tests=${JMESH_AB_TESTS:-lat latsend}; sizes=${JMESH_AB_SIZES:-2}; bwsize=${JMESH_AB_BW_SIZE:-4096}
+  jv() { echo "$JAVA_HOME/bin/java --enable-native-access=ALL-UNNAMED -cp $JMESH_AB_JARS/$1/jmesh-benchmarks.jar:$JMESH_AB_JARS/$1/lib/* io.jmesh.cli.Jmesh"; }
+  dev=rxe0; v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}; v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
+  out=$TESTBED_OUT/ab; mkdir -p "$out"; step=0
+  [[ -n ${JMESH_AB_EAGER:-} ]] && export JMESH_EAGER_THRESHOLD=$JMESH_AB_EAGER
+  pair() { # pair NAME old|new ARGS...: the server on b, the client on a, on a port of its own
+    local name=$1 jar=$2; shift 2; local port=$((24000 + step)); step=$((step + 1))
+    if [[ $TESTBED_NAME == b ]]; then
+      timeout 400 $(jv "$jar") "$@" -p $port --timeout 120 > "$out/$name-server.log" 2>&1
+    else
+      timeout 420 $(jv "$jar") "$@" -p $port --timeout 120 "$peer" > "$out/$name.log" 2>&1
+    fi
+  }
+  for ((k = 1; k <= pairs; k++)); do
+    if ((k % 2)); then order="new old"; else order="old new"; fi
+    for t in $tests; do
+      case $t in
+        lat) args=(lat --op write -s "$sizes" -n 2000 --warmup 200) ;;
+        latsend) args=(lat -s "$sizes" -n 2000 --warmup 200) ;;
+        latsend-each) args=(lat -s "$sizes" -n 2000 --warmup 200 --repost each) ;;
+        bw) args=(bw -s "$bwsize" -n 4000 --warmup 800) ;;
+        *) echo "ab[$TESTBED_NAME]: unknown test $t (lat, latsend, latsend-each, bw)"; exit 2 ;;
+      esac
+      for j in $order; do pair "k$k-$j-$t" "$j" "${args[@]}" -d $dev -x "$gidx"; done
+    done
+    echo "ab[$TESTBED_NAME]: pair $k of $pairs done"
+  done
+  testbed-barrier ab-done 400
+}
+
+[[ ${1:-} == --guest ]] && { shift; guest "$@"; exit; }
 . "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 [[ $# -ge 1 ]] || jmesh_die "usage: scripts/bench ab OLD_COMMIT [PAIRS]"
@@ -38,7 +77,7 @@ tests=${JMESH_AB_TESTS:-lat latsend}
 testbed/run --out "$rd" -t $((pairs * 250 * $(wc -w <<< "$tests") + 300)) -e JAVA_HOME="$JAVA_HOME" \
     -e JMESH_AB_JARS="$snap" -e JMESH_AB_TESTS="$tests" -e JMESH_AB_SIZES="${JMESH_AB_SIZES:-2}" \
     -e JMESH_AB_BW_SIZE="${JMESH_AB_BW_SIZE:-4096}" -e JMESH_AB_EAGER="${JMESH_AB_EAGER:-}" pair -- \
-    bash "$ROOT/scripts/bench-ab-guest.sh" "$pairs"
+    bash "$ROOT/scripts/bench.d/ab.sh" --guest "$pairs"
 rc=$?
 printf '%-4s %-13s %7s %12s %12s %8s\n' pair test bytes old new new/old
 for f in "$rd"/a/out/ab/k*-old-*.log; do
