@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs inside the guests of 'pair': one round of 64 KiB bandwidth runs that tell where the gap between jmesh bw and
 # ib_write_bw comes from (pipeline depth, connections, queue pairs, two-sided receive). Results: docs/bench/testbed-probe.txt.
-#   testbed/run --out target/bench-runs/probe -t 900 -e JAVA_HOME pair -- bash "$PWD/scripts/bench-probe-guest.sh"
+#   testbed/run --out target/bench-runs/probe -t 900 -e JAVA_HOME pair -- bash "$PWD/scripts/bench.d/probe.sh"
 # (build first; JMESH_CP, passed with -e, may point at a snapshot of the jars as scripts/bench testbed makes one)
 set -uo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 J=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -XX:ErrorFile="$TESTBED_RUN/hs_err_${TESTBED_NAME}_%p.log"
    -cp "${JMESH_CP:-$ROOT/benchmarks/target/jmesh-benchmarks.jar:$ROOT/benchmarks/target/lib/*}" io.jmesh.cli.Jmesh)
 dev=rxe0
