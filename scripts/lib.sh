@@ -100,6 +100,20 @@ jmesh_bench_snapshot() {
     export JMESH_CP="$snap/jmesh-benchmarks.jar:$snap/lib/*"
 }
 
+# jmesh_testbed_link DEV, in a testbed guest: sets dev=DEV, gidx (DEV's GID index, the -x of perftest and jmesh) and
+# peer (the address of the guest at the other end of DEV's link) from the TESTBED_DEV_<DEV>_* variables of testbed/run.
+jmesh_testbed_link() {
+    local v
+    dev=$1
+    v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}
+    v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
+}
+
+# median(s), the median of the numbers in the space-separated list s ("" for none), for the awk programs that
+# summarise a benchmark's rounds: awk "$JMESH_AWK_MEDIAN"' ... median(v[k]) ...'
+JMESH_AWK_MEDIAN='function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) }'
+
 # Builds the jmesh command when its jar is missing or older than any source or pom.
 jmesh_build_if_stale() {
     # a stamp, not the jar: Maven keeps an unchanged jar's old time stamp

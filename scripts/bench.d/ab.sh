@@ -18,13 +18,14 @@
 # JMESH_AB_BW_SIZE and JMESH_AB_EAGER come from the host half (see above).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+. "$ROOT/scripts/lib.sh"
 
 # the guest half: the host half below has testbed/run start this file with --guest in every guest
 guest() {
   pairs=${1:-4}
   tests=${JMESH_AB_TESTS:-lat latsend}; sizes=${JMESH_AB_SIZES:-2}; bwsize=${JMESH_AB_BW_SIZE:-4096}
   jv() { echo "$JAVA_HOME/bin/java --enable-native-access=ALL-UNNAMED -cp $JMESH_AB_JARS/$1/jmesh-benchmarks.jar:$JMESH_AB_JARS/$1/lib/* io.jmesh.cli.Jmesh"; }
-  dev=rxe0; v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}; v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
+  jmesh_testbed_link rxe0
   out=$TESTBED_OUT/ab; mkdir -p "$out"; step=0
   [[ -n ${JMESH_AB_EAGER:-} ]] && export JMESH_EAGER_THRESHOLD=$JMESH_AB_EAGER
   pair() { # pair NAME old|new ARGS...: the server on b, the client on a, on a port of its own
@@ -53,7 +54,6 @@ guest() {
 }
 
 [[ ${1:-} == --guest ]] && { shift; guest "$@"; exit; }
-. "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 [[ $# -ge 1 ]] || jmesh_die "usage: scripts/bench ab OLD_COMMIT [PAIRS]"
 old=$1 pairs=${2:-4}

@@ -14,6 +14,7 @@
 # ib_write_bw against jmesh bw with and without the eager path. The order of the two jmesh runs switches per round.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+. "$ROOT/scripts/lib.sh"
 
 # the guest half: the host half below has testbed/run start this file with --guest in every guest
 guest() {
@@ -21,7 +22,7 @@ guest() {
   SIZES=(2 64 512 4096)
   N=2000
   J=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -cp "${JMESH_CP:-$ROOT/benchmarks/target/jmesh-benchmarks.jar:$ROOT/benchmarks/target/lib/*}" io.jmesh.cli.Jmesh)
-  dev=rxe0; v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}; v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
+  jmesh_testbed_link rxe0
   out=$TESTBED_OUT/eager; mkdir -p "$out"; step=0; fail=0
   pair() { # pair NAME perftest|EAGER_THRESHOLD ARGS...: the server on b, the client on a, on a port of its own
     local name=$1 how=$2; shift 2; local port=$((25000 + step)); step=$((step + 1))
@@ -54,7 +55,6 @@ guest() {
 }
 
 [[ ${1:-} == --guest ]] && { shift; guest "$@"; exit; }
-. "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 rounds=${1:-2}
 jmesh_find_jdk

@@ -18,6 +18,7 @@
 # three paths, so all see the same host load.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+. "$ROOT/scripts/lib.sh"
 
 # the guest half: the host half below has testbed/run start this file with --guest in every guest
 guest() {
@@ -78,7 +79,6 @@ guest() {
 }
 
 [[ ${1:-} == --guest ]] && { shift; guest "$@"; exit; }
-. "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 rounds=${1:-1}
 [[ $rounds =~ ^[0-9]+$ ]] && (( rounds >= 1 )) || jmesh_die "usage: scripts/bench hops [ROUNDS]"
@@ -106,9 +106,8 @@ done | sort -k3,3 -k2,2n -k1,1n >> "$tsv"
   echo "# by relays on the path (line:4: a -> b direct, a -> c through b, a -> d through b and c), $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "# $rounds round(s), interleaved; medians over the rounds (Soft-RoCE under QEMU TCG: compare ratios, not absolutes)"
   printf '%-8s %8s %8s %12s %10s\n' test bytes relays value 'vs direct'
-  awk -F'\t' 'NR > 1 { k = $3 "\t" $4 "\t" $2; v[k] = v[k] " " $5; keys[k] = 1 }
-    function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-      return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) }
+  awk -F'\t' "$JMESH_AWK_MEDIAN"'
+    NR > 1 { k = $3 "\t" $4 "\t" $2; v[k] = v[k] " " $5; keys[k] = 1 }
     END { for (k in keys) m[k] = median(v[k])
           for (k in keys) { split(k, kk, "\t"); d = m[kk[1] "\t" kk[2] "\t0"]
             printf "%-8s %8s %8s %12s %10s\n", kk[1], kk[2], kk[3], m[k], (d > 0 ? sprintf("%.2f", m[k] / d) : "-") } }' "$tsv" \

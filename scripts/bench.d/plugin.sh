@@ -25,6 +25,7 @@
 # sides).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+. "$ROOT/scripts/lib.sh"
 
 # the guest half: the host half below has testbed/run start this file with --guest in every guest
 guest() {
@@ -35,7 +36,7 @@ guest() {
   WINDOW=8      # requests in flight, as NCCL's proxy keeps them
   LAT_N=2000
   J=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -cp "$JMESH_CP" io.jmesh.cli.Jmesh)
-  dev=rxe0; v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}; v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
+  jmesh_testbed_link rxe0
   out=$TESTBED_OUT/plugin; mkdir -p "$out"; step=0; fail=0
   rank=1; [[ $TESTBED_NAME == a ]] && rank=0
   cli() { # cli NAME ARGS...: jmesh's server on b, its client on a, on a port of its own
@@ -94,7 +95,6 @@ guest() {
 }
 
 [[ ${1:-} == --guest ]] && { shift; guest "$@"; exit; }
-. "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 ref=
 if [ "${1:-}" = --ref ]; then ref=${2:?--ref needs a checkout of nccl-mesh-plugin}; shift 2; fi

@@ -12,14 +12,13 @@
 #   testbed/run --out target/bench-runs/probe -t 900 -e JAVA_HOME pair -- bash "$PWD/scripts/bench.d/probe.sh" --guest
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+. "$ROOT/scripts/lib.sh"
 
 # the guest half: the host half below has testbed/run start this file with --guest in every guest
 guest() {
   J=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -XX:ErrorFile="$TESTBED_RUN/hs_err_${TESTBED_NAME}_%p.log"
      -cp "${JMESH_CP:-$ROOT/benchmarks/target/jmesh-benchmarks.jar:$ROOT/benchmarks/target/lib/*}" io.jmesh.cli.Jmesh)
-  dev=rxe0
-  v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}
-  v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
+  jmesh_testbed_link rxe0
   out=$TESTBED_OUT/probe; mkdir -p "$out"
   step=0 fail=0
   pair() { # pair NAME ENV TOOL ARGS...
@@ -47,7 +46,6 @@ guest() {
 }
 
 [[ ${1:-} == --guest ]] && { shift; guest "$@"; exit; }
-. "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 jmesh_find_jdk
 jmesh_bench_snapshot probe

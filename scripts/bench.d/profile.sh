@@ -13,13 +13,14 @@
 # (profiled from 75 s after its start, so the JIT has settled), both with the eager path on in jmesh.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+. "$ROOT/scripts/lib.sh"
 
 # the guest half: the host half below has testbed/run start this file with --guest in every guest
 guest() {
   size=${1:-64}
   J=("$JAVA_HOME/bin/java" -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -XX:+PreserveFramePointer
      --enable-native-access=ALL-UNNAMED -cp "$JMESH_CP" io.jmesh.cli.Jmesh)
-  dev=rxe0; v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}; v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
+  jmesh_testbed_link rxe0
   out=$TESTBED_OUT/profile; mkdir -p "$out"; fail=0
   record() { # NAME DELAY: 25 s of samples of the whole guest, DELAY seconds from now
     sleep "$2"; perf record -e cpu-clock -F 1999 -a -g -o "/tmp/$1.data" -- sleep 25 > "$out/$1-record.log" 2>&1
@@ -54,7 +55,6 @@ guest() {
 }
 
 [[ ${1:-} == --guest ]] && { shift; guest "$@"; exit; }
-. "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 size=${1:-64}
 command -v perf > /dev/null || jmesh_die "perf not found: install it (Debian: apt-get install linux-perf), the guests run it"

@@ -18,6 +18,7 @@
 # figure per size, 'ceiling', runs a -> b and b -> c direct at once (see both() below).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+. "$ROOT/scripts/lib.sh"
 
 # the guest half: the host half below has testbed/run start this file with --guest in every guest
 guest() {
@@ -83,7 +84,6 @@ guest() {
 }
 
 [[ ${1:-} == --guest ]] && { shift; guest "$@"; exit; }
-. "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 rounds=${1:-2}
 [[ $rounds =~ ^[0-9]+$ ]] && (( rounds >= 1 )) || jmesh_die "usage: scripts/bench relay [ROUNDS]"
@@ -112,9 +112,8 @@ done | sort -k3,3 -k4,4n -k1,1n -k2,2 >> "$tsv"
   echo "# relayed (a -> c through b's verbs relay) against direct (a -> b) on the testbed's line:3, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "# $rounds rounds, interleaved; medians over the rounds (Soft-RoCE under QEMU TCG: compare ratios, not absolutes)"
   printf '%-8s %10s %12s %12s %8s %12s %10s\n' test bytes direct relayed ratio ceiling of-ceiling
-  awk -F'\t' 'NR > 1 { k = $3 "\t" $4; v[k, $2] = v[k, $2] " " $5; keys[k] = 1 }
-    function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-      return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) }
+  awk -F'\t' "$JMESH_AWK_MEDIAN"'
+    NR > 1 { k = $3 "\t" $4; v[k, $2] = v[k, $2] " " $5; keys[k] = 1 }
     END { for (k in keys) { split(k, kk, "\t"); d = median(v[k, "direct"]); x = median(v[k, "relayed"])
             ci = median(v[k, "ceiling-in"]); co = median(v[k, "ceiling-out"]); c = (ci != "" && co != "") ? sprintf("%.2f", (ci + co) / 2) : ""
             printf "%-8s %10s %12s %12s %8s %12s %10s\n", kk[1], kk[2], d, x, (d > 0 && x != "") ? sprintf("%.2f", x / d) : "-",

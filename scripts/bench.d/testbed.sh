@@ -26,6 +26,7 @@
 #                         JSON in $TESTBED_OUT/jmh-bw.json and jmh-lat.json
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+. "$ROOT/scripts/lib.sh"
 
 # the guest half: the host half below has testbed/run start this file with --guest in every guest
 guest() {
@@ -45,9 +46,7 @@ guest() {
   SIZES=(4096:2000 65536:1000 262144:300 1048576:100)
   LAT_N=2000
   LAT_PAIRS=3
-  dev=rxe0
-  v=TESTBED_DEV_${dev}_GIDX; gidx=${!v}
-  v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
+  jmesh_testbed_link rxe0
   out=$TESTBED_OUT/perf; mkdir -p "$out"
   fail=0
   step=0
@@ -100,7 +99,6 @@ guest() {
 }
 
 [[ ${1:-} == --guest ]] && { shift; guest "$@"; exit; }
-. "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 rounds=3 perf=1 jmh=1 out=$ROOT/docs/bench
 while [[ $# -gt 0 ]]; do
@@ -153,9 +151,8 @@ if [[ $perf == 1 ]]; then
     echo "# jmesh vs perftest on the testbed's 'pair' link (rxe0, Soft-RoCE under QEMU TCG), $(date -u +%Y-%m-%dT%H:%MZ)"
     echo "# $rounds rounds, interleaved; medians over the rounds; ratios only (absolute figures are 100-1000x off real RoCE)"
     printf '%-5s %10s %12s %12s %8s %14s %8s\n' test bytes perftest jmesh ratio jmesh-spin ratio
-    awk -F'\t' 'NR > 1 { k = $3 "\t" $4; v[k, $2] = v[k, $2] " " $6; keys[k] = 1 }
-      function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) }
+    awk -F'\t' "$JMESH_AWK_MEDIAN"'
+      NR > 1 { k = $3 "\t" $4; v[k, $2] = v[k, $2] " " $6; keys[k] = 1 }
       function ratio(x, p) { return (p > 0 && x != "") ? sprintf("%.2f", x / p) : "-" }
       END { for (k in keys) { split(k, kk, "\t"); p = median(v[k, "perftest"]); j = median(v[k, "jmesh"]); y = median(v[k, "jmeshspin"])
               printf "%-5s %10s %12s %12s %8s %14s %8s\n", kk[1], kk[2], p, j, ratio(j, p), y, ratio(y, p) } }' "$tsv" \
