@@ -13,6 +13,8 @@
 # as the others or 2, on one subnet). Every rank is then a node of its own (NCCL_HOSTID), in the Socket run too,
 # which has as many ranks. The placements of one run must agree on the number of ranks.
 # SOCKETS: NCCL's Socket runs, "socket socket-best" by default (its defaults; 4 sockets and 1 thread per connection).
+# JMESH_VARIANTS (e.g. "JMESH_TCP_EAGER_THRESHOLD=0"): one more jmesh run per round for each setting, labelled
+# jmesh-<setting> (without PLACEMENT only).
 # ROUNDS (1): runs of every configuration in turn, interleaved so that rounds see the same machine; with more than
 # one, the runs are labelled -r1, -r2, ... and a summary table ends the output.
 set -uo pipefail
@@ -85,6 +87,11 @@ round() { # suffix: one run of every configuration, jmesh's placements first, th
         grep -q 'Loaded net plugin jmesh' "$OUT/jmesh$sfx.log" \
             || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
         [ "${sfx:--r1}" != -r1 ] || labels+=(jmesh)
+        for v in ${JMESH_VARIANTS:-}; do
+            label="jmesh-$(echo "${v#JMESH_}" | tr 'A-Z=_' 'a-z--')"
+            [ "${sfx:--r1}" != -r1 ] || labels+=("$label")
+            tp "$label$sfx" "${JMESH_ENV[@]}" "$v"
+        done
     fi
     for p in $PLACEMENT; do
         label="jmesh-$p$sfx"
@@ -129,7 +136,8 @@ else
     "$PYTHON" - "$OUT" "$ROUNDS" "${labels[@]}" <<'PY'
 import json, os, statistics, sys
 out, rounds, labels = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-print(f"== summary: {rounds} interleaved rounds; tokens/s, then per-token median / p90 ms, round by round")
+print(f"== summary: {rounds} interleaved rounds; tokens/s, then per-token median / p90 ms and the first token's ms, "
+      "round by round")
 for label in labels:
     runs = []
     for i in range(1, rounds + 1):
@@ -137,7 +145,8 @@ for label in labels:
         runs.append(json.load(open(f)) if os.path.exists(f) else None)
     ok = [r for r in runs if r]
     cells = " ".join(f"{r['tokens_per_s']:6.1f}" if r else "  FAIL" for r in runs)
-    lat = " ".join(f"{r['token_ms_median']:.2f}/{r['token_ms_p90']:.2f}" if r else "FAIL" for r in runs)
+    lat = " ".join(f"{r['token_ms_median']:.2f}/{r['token_ms_p90']:.2f}/{r['first_token_ms']:.0f}" if r else "FAIL"
+                   for r in runs)
     med = f"{statistics.median(r['tokens_per_s'] for r in ok):6.1f}" if ok else "     -"
     print(f"{label:18s} tokens/s {cells}  median {med}   ms {lat}")
 PY
