@@ -11,14 +11,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Small messages, which a provider may send eagerly (verbs: into the receiver's ring, before their receive is posted;
+ * Small messages, which a provider may send eagerly (into a ring the receiver keeps, before their receive is posted;
  * docs/api.md): whichever way they go, every message lands in the buffer the matching rule gives it (receives take
  * the sends in order, the i-th send with a tag the i-th buffer with that tag), with its real size, and a message too
  * large for its buffer is reported as {@link Status#TRUNCATED}, by the sender's isend or by the receive's test.
- * These tests hold for a provider that sends nothing eagerly too (TCP): there isend waits for the receive.
+ * These tests hold for a provider that sends nothing eagerly too (TCP with its threshold 0): there isend waits for
+ * the receive.
  */
 public abstract class EagerContract extends ContractFixture {
-    /** Above every provider's eager threshold: such a send always waits for its receive. */
+    /** Above the eager threshold every run of this suite sets: such a send always waits for its receive. */
     protected static final long LARGE = 8192;
 
     /** One isend: the request id when the provider sent it at once, or -1 when it answered NOT_READY. */
