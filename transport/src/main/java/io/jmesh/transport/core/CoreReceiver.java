@@ -323,6 +323,7 @@ public final class CoreReceiver implements Receiver {
         slot.filled |= 1 << i;
         if ((slot.filled | slot.landed) == (1 << slot.nreqs) - 1) {
             slot.complete();
+            wire.eagerFilled(slot);
         }
         return true;
     }

@@ -40,6 +40,13 @@ public interface ReceiveWire extends Wire {
         return 0;
     }
 
+    /**
+     * An eager record was the last of {@code slot}'s buffers to arrive, so the slot completed without the wire: a wire
+     * that lets other threads land data for posted receives stops them here.
+     */
+    default void eagerFilled(ReceiveSlot slot) {
+    }
+
     /** Whether the CPU may copy an eager message into this registration's memory (not GPU memory). */
     default boolean hostMemory(io.jmesh.api.Registration registration) {
         return true;

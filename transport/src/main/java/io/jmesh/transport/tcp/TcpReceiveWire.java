@@ -435,14 +435,17 @@ final class TcpReceiveWire implements ReceiveWire {
         }
     }
 
-    /**
-     * Buffers are in place; the slot completes once every buffer is, eager ones included. The lanes stop taking
-     * chunks for it then (one whose last buffer came eagerly keeps its entry until reposted: the checks on this
-     * thread still refuse chunks for it).
-     */
+    /** Buffers are in place; the slot completes once every buffer is, eager ones included, and the lanes stop then. */
     private void land(ReceiveSlot slot, int buffers) {
         slot.land(buffers);
         if (slot.completed() && posted != null) {
+            posted.retire(slot.index);
+        }
+    }
+
+    @Override
+    public void eagerFilled(ReceiveSlot slot) {
+        if (posted != null) {
             posted.retire(slot.index);
         }
     }
