@@ -15,7 +15,9 @@ import java.util.List;
  * entry straight into the sender's FIFO (at once, or at {@code announce} when held by MORE), and the sending wire
  * copies a matched message into the buffer its receive named when the sender's {@code progress} runs, then marks
  * both sides. So the core's whole protocol (ids, ordering, tags, grouped receives, TRUNCATED, MORE, close and failure)
- * runs with no socket and no device; one thread drives both ends. No eager ring and no one-sided operations.
+ * runs with no socket and no device; one thread drives both ends. With an eager ring, a small send writes its record
+ * straight into the receiver's ring (as a verbs peer's RDMA write), bounded by the credits the receiver's core hands
+ * back; each message completes its buffer on its own ({@link ReceiveSlot#land}), as on TCP. No one-sided operations.
  */
 final class MemoryWires implements AutoCloseable {
     /** Memory either end may use: an arena's segment, no keys. */
@@ -47,13 +49,24 @@ final class MemoryWires implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private final MemorySegment fifo = arena.allocate(Cts.FIFO_BYTES, 64);
     private final ReceiveSlot[] receiveRing = CoreReceiver.ring();
-    private final int[] arrived = new int[Cts.MAX_REQUESTS];
     private final ArrayDeque<Delivery> queued = new ArrayDeque<>();
     private final List<ReceiveSlot> held = new ArrayList<>();
+    /** The receiver's eager ring (null: none), records written into it, and the consumed count handed back. */
+    private final Eager eager;
+    private final MemorySegment ring;
+    private long records;
+    private long credited;
     /** Clear-to-send ring positions used so far: a receive of n buffers takes the next n, as both cores count. */
     private long positions;
 
     MemoryWires() {
+        this(null);
+    }
+
+    /** With {@code eager} (null: none) the sender writes messages up to its payload into the receiver's ring. */
+    MemoryWires(Eager eager) {
+        this.eager = eager;
+        this.ring = eager == null ? null : arena.allocate(eager.ringBytes, 64);
         sender = new CoreSender(senderFate, fifo, CoreSender.ring(), new Send(), c -> { });
         receiver = new CoreReceiver(receiverFate, receiveRing, new Receive(), c -> { });
     }
@@ -70,7 +83,27 @@ final class MemoryWires implements AutoCloseable {
     private final class Send implements SendWire {
         @Override
         public void matched(SendSlot slot, int i) {
-            queued.add(new Delivery(slot, i));
+            if (!slot.eager(i)) {                  // an eager record filled it: nothing to deliver
+                queued.add(new Delivery(slot, i));
+            }
+        }
+
+        @Override
+        public boolean sendsEagerly(Registration registration, long length) {
+            return eager != null && length <= eager.maxPayload;
+        }
+
+        @Override
+        public int eager(long position, int tag, Registration registration, long offset, int length, int buffer) {
+            if (records - credited >= eager.slots) {
+                return Status.NOT_READY;
+            }
+            long seq = ++records;
+            long at = eager.at(seq);
+            MemorySegment.copy(registration.memory(), offset, ring, Eager.payload(at), length);
+            Eager.write(ring, at, seq, position, tag, length, buffer);
+            deliveries++;
+            return 0;
         }
 
         @Override
@@ -94,9 +127,7 @@ final class MemoryWires implements AutoCloseable {
                 r.received[i] = s.length[i];
                 s.complete(i);
                 deliveries++;
-                if (++arrived[r.index] == r.nreqs) {
-                    r.complete();
-                }
+                r.land(1 << i);
             }
         }
 
@@ -114,7 +145,6 @@ final class MemoryWires implements AutoCloseable {
     private final class Receive implements ReceiveWire {
         @Override
         public int post(ReceiveSlot slot, boolean hold) {
-            arrived[slot.index] = 0;
             held.add(slot);
             return hold ? 0 : announce();
         }
@@ -130,6 +160,22 @@ final class MemoryWires implements AutoCloseable {
                 }
             }
             held.clear();
+            return 0;
+        }
+
+        @Override
+        public MemorySegment eagerRing() {
+            return ring;
+        }
+
+        @Override
+        public Eager eagerGeometry() {
+            return eager == null ? Eager.VERBS : eager;
+        }
+
+        @Override
+        public int eagerConsumed(long consumed) {
+            credited = consumed;
             return 0;
         }
 
