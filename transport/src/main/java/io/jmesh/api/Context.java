@@ -48,6 +48,7 @@ public final class Context {
     private boolean tcpRelaySplice = true;
     private int tcpSpinUs = 200;
     private int tcpEagerThreshold = 64 << 10;
+    private int tcpSocket0Max = 64 << 10;
     private long handshakeTimeoutMs = 10_000;
     private int handshakeMaxPending = 32;
     private int routePort = 18515;
@@ -136,6 +137,7 @@ public final class Context {
             case TCP_RELAY_SPLICE -> tcpRelaySplice = v == 1;
             case TCP_SPIN_US -> tcpSpinUs = (int) v;
             case TCP_EAGER_THRESHOLD -> tcpEagerThreshold = (int) v;
+            case TCP_SOCKET0_MAX -> tcpSocket0Max = (int) v;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs = v;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending = (int) v;
             case ROUTE_PORT -> routePort = (int) v;
@@ -220,6 +222,7 @@ public final class Context {
             case TCP_RELAY_SPLICE -> tcpRelaySplice ? 1 : 0;
             case TCP_SPIN_US -> tcpSpinUs;
             case TCP_EAGER_THRESHOLD -> tcpEagerThreshold;
+            case TCP_SOCKET0_MAX -> tcpSocket0Max;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs;
             case HANDSHAKE_MAX_PENDING -> handshakeMaxPending;
             case ROUTE_PORT -> routePort;
@@ -403,6 +406,16 @@ public final class Context {
     public Context tcpEagerThreshold(int bytes) {
         tcpEagerThreshold = bytes;
         return set(Setting.TCP_EAGER_THRESHOLD, "tcpEagerThreshold(" + bytes + ")");
+    }
+
+    /** The largest message written on socket 0 by the application's thread ({@link Setting#TCP_SOCKET0_MAX}). */
+    public int tcpSocket0Max() {
+        return tcpSocket0Max;
+    }
+
+    public Context tcpSocket0Max(int bytes) {
+        tcpSocket0Max = bytes;
+        return set(Setting.TCP_SOCKET0_MAX, "tcpSocket0Max(" + bytes + ")");
     }
 
     /** Data sockets per TCP connection (default 4). */

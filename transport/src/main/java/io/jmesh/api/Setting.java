@@ -46,6 +46,10 @@ public enum Setting {
             "1: a TCP relay moves the bytes of relayed data sockets with Linux's splice(2), through kernel pipes, "
                     + "never into the JVM (where the JVM exports sun.nio.ch to jmesh: jmesh's launchers and the NCCL "
                     + "plugin do; elsewhere it copies and says why at start); 0: it copies them through its buffers"),
+    TCP_SOCKET0_MAX("jmesh.tcp.socket0.max", "JMESH_TCP_SOCKET0_MAX", null, 0, 1 << 20,
+            "largest message, in bytes, that a TCP connection with bulk sockets writes on socket 0 from the "
+                    + "application's thread; larger ones go to the bulk sockets, which the helper threads move "
+                    + "(eager messages always take socket 0)"),
     TCP_EAGER_THRESHOLD("jmesh.tcp.eager.threshold", "JMESH_TCP_EAGER_THRESHOLD", null, 0, 1 << 20,
             "largest message, in bytes, a TCP connection sends eagerly: at once on socket 0, with no clear-to-send "
                     + "round, into a ring of 16 slots the receiver keeps per connection (credits bound it: a slow "

@@ -114,7 +114,7 @@ public final class TcpConnect implements Connector {
                         String via = route.isRelayed() ? route.peer().prefix().address().getHostAddress()
                                 + " through the relay " + DataSockets.remote(sockets[0]) : null;
                         sender = TcpSendWire.sender(new DataConnection(sockets, "sender", via), provider.registry(),
-                                provider.pumps(), eager, provider::release);
+                                provider.pumps(), eager, provider.socket0Max(), provider::release);
                         sockets = null; // the sender owns them now
                         confirmed = true;
                         handshake.confirm();

@@ -60,12 +60,14 @@ public final class TcpProvider implements Provider {
     private final int threads;
     private final int spinUs;
     private final int eagerThreshold;
+    private final int socket0Max;
     /** The helper threads that move the bulk sockets; started with the first connection. */
     private TcpPumps pumps;
     private boolean closed;
 
-    TcpProvider(List<LocalLink> links, int sockets, int threads, int spinUs, int eagerThreshold,
+    TcpProvider(List<LocalLink> links, int sockets, int threads, int spinUs, int eagerThreshold, int socket0Max,
                 Duration handshakeTimeout, HandshakeAgent agent, TcpRelay relay, RouteService routes) {
+        this.socket0Max = socket0Max;
         this.links = List.copyOf(links);
         this.sockets = sockets;
         this.eagerThreshold = eagerThreshold;
@@ -117,7 +119,8 @@ public final class TcpProvider implements Provider {
                 context.tcpThreads(), Runtime.getRuntime().availableProcessors(), context.tcpSpinUs(),
                 context.tcpEagerThreshold(), relay.ports());
         return new TcpProvider(links, context.tcpSockets(), context.tcpThreads(), context.tcpSpinUs(),
-                context.tcpEagerThreshold(), context.handshakeTimeout(), agent, relay, routes);
+                context.tcpEagerThreshold(), context.tcpSocket0Max(), context.handshakeTimeout(), agent, relay,
+                routes);
     }
 
     @Override
@@ -143,6 +146,11 @@ public final class TcpProvider implements Provider {
     /** The largest message sent eagerly, and the largest this side's rings take (0: none). */
     int eagerThreshold() {
         return eagerThreshold;
+    }
+
+    /** The largest message a sender writes on socket 0 itself when it has bulk sockets. */
+    int socket0Max() {
+        return socket0Max;
     }
 
     Duration handshakeTimeout() {

@@ -18,7 +18,8 @@ import java.util.function.Consumer;
 /**
  * The TCP wire of a sender. The receiver sends a clear-to-send frame ({@link CtsFrame}) per grouped receive on data
  * socket 0; each is checked and filed as {@link Cts} entries into a local FIFO ({@link CtsIntake}), where the core
- * matches sends exactly as on verbs. A matched message of up to {@value #SMALL} bytes goes out on socket 0 from this thread, at once; a
+ * matches sends exactly as on verbs. A matched message of up to {@value #SMALL} bytes ({@code JMESH_TCP_SOCKET0_MAX})
+ * goes out on socket 0 from this thread, at once; a
  * larger one is cut into chunks ({@link ChunkHeader}), striped over the bulk sockets' {@link SendLane}s as soon as
  * it is matched, which the fabric's helper threads write straight from the registered memory, in parallel ({@link
  * TcpPumps}), with no further call on this thread. One-sided writes and reads ({@link OpFrame}, kept by an {@link
@@ -36,7 +37,7 @@ import java.util.function.Consumer;
  */
 final class TcpSendWire implements SendWire {
     static final int WRITES_PER_SOCKET = 8;
-    /** The largest message that goes on socket 0 when the connection has bulk sockets. */
+    /** The largest message that goes on socket 0 when the connection has bulk sockets, unless told otherwise. */
     static final int SMALL = ChunkHeader.SEND_MIN;
     /** More than the requests that can be in flight at once (messages + operations + eager sends). */
     private static final int ORDER = 1024;
@@ -57,6 +58,7 @@ final class TcpSendWire implements SendWire {
     }
 
     private final DataConnection conn;
+    private final int small;
     private final SendSlot[] slots;
     private final SocketChannel[] sockets;
     private final CtsIntake cts;
@@ -106,8 +108,10 @@ final class TcpSendWire implements SendWire {
     private final ViewCache views0 = new ViewCache();
     private final TcpRegistry registry;
 
-    private TcpSendWire(DataConnection conn, SendSlot[] slots, TcpRegistry registry, TcpPumps pumps, Eager ring) {
+    private TcpSendWire(DataConnection conn, SendSlot[] slots, TcpRegistry registry, TcpPumps pumps, Eager ring,
+                        int small) {
         this.conn = conn;
+        this.small = small;
         this.registry = registry;
         this.slots = slots;
         this.sockets = conn.sockets;
@@ -135,8 +139,14 @@ final class TcpSendWire implements SendWire {
      */
     static CoreSender sender(DataConnection conn, TcpRegistry registry, TcpPumps pumps, Eager eager,
                              Consumer<AutoCloseable> onClose) {
+        return sender(conn, registry, pumps, eager, SMALL, onClose);
+    }
+
+    /** As above; messages above {@code small} bytes go to the bulk sockets. */
+    static CoreSender sender(DataConnection conn, TcpRegistry registry, TcpPumps pumps, Eager eager, int small,
+                             Consumer<AutoCloseable> onClose) {
         SendSlot[] ring = CoreSender.ring();
-        TcpSendWire wire = new TcpSendWire(conn, ring, registry, pumps, eager);
+        TcpSendWire wire = new TcpSendWire(conn, ring, registry, pumps, eager, small);
         return new CoreSender(conn, wire.cts.fifo(), ring, wire, onClose);
     }
 
@@ -156,7 +166,7 @@ final class TcpSendWire implements SendWire {
         int k = Slots.key(slot.index, i);
         Outgoing m = out[k];
         long length = slot.length[i];
-        boolean striped = lanes.length > 0 && length > SMALL && ((TcpRegistration) slot.registration[i]).shared
+        boolean striped = lanes.length > 0 && length > small && ((TcpRegistration) slot.registration[i]).shared
                 && !cts.peerLocal(slot.seq);
         long share = striped ? (length + lanes.length - 1) / lanes.length : length;
         long chunk = Math.min(ChunkHeader.SEND_MAX, Math.max(ChunkHeader.SEND_MIN, share));
