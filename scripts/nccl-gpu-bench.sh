@@ -8,7 +8,8 @@
 # SIZES_KIB for the KiB sizes only), SIZES_KIB (KiB, e.g. 4,8,16,32,64,128,256,512,1024: timed before SIZES, for
 # small-message latency), ITERS (10: timed iterations from 1 MiB), LAT_ITERS (200: timed iterations below 1 MiB),
 # ROUNDS (1: each of Socket, jmesh and Socket's best once; 2 or more interleave them, labels -r1, -r2, ...),
-# JMESH_VARIANTS (e.g. "JMESH_TCP_SPIN_US=20 JMESH_TCP_THREADS=4": one more jmesh run per round for each setting),
+# JMESH_VARIANTS (e.g. "JMESH_TCP_SPIN_US=20 JMESH_TCP_THREADS=4": one more jmesh run per round for each setting;
+# settings joined by commas make one variant, e.g. "JMESH_TCP_EAGER_THRESHOLD=4096,JMESH_TCP_SOCKET0_MAX=4096"),
 # JMESH_SOCKETS_SWEEP (e.g. "1 8": extra jmesh runs with that many TCP sockets per connection),
 # WARMUP_S (0: untimed seconds of every size's ops before timing, in each run; a JVM's JIT compiles meanwhile).
 # Every run's rows give the median and p90 of their per-iteration times; a latency summary (us, median of the rounds,
@@ -88,7 +89,7 @@ run_torch() { # label, time limit (s), then environment assignments
 
 ROUNDS=${ROUNDS:-1}
 JMESH_ENV=(NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-variant_label() { echo "jmesh-$(echo "${1#JMESH_}" | tr 'A-Z=_' 'a-z--')"; }
+variant_label() { echo "jmesh-$(echo "${1//JMESH_/}" | tr 'A-Z=_,' 'a-z--+')"; }
 labels=(socket jmesh socket4) sweep=()  # without -rN: the summary finds every round's run
 for v in ${JMESH_VARIANTS:-}; do labels+=("$(variant_label "$v")"); done
 for ((round = 1; round <= ROUNDS; round++)); do
@@ -108,7 +109,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
     fi
     for v in ${JMESH_VARIANTS:-}; do
         echo "== 4b. jmesh with $v"
-        run_torch "$(variant_label "$v")$sfx" 150 "${JMESH_ENV[@]}" "$v"
+        run_torch "$(variant_label "$v")$sfx" 150 "${JMESH_ENV[@]}" ${v//,/ }
     done
 done
 
