@@ -89,7 +89,7 @@ run_torch() { # label, time limit (s), then environment assignments
 
 ROUNDS=${ROUNDS:-1}
 JMESH_ENV=(NCCL_NET_PLUGIN=jmesh NCCL_NET=jmesh LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-variant_label() { echo "jmesh-$(echo "${1//JMESH_/}" | tr 'A-Z=_,' 'a-z--+')"; }
+variant_label() { echo "jmesh-$(echo "$1" | sed 's/JMESH_//g; s/,/+/g; s/[=_]/-/g' | tr 'A-Z' 'a-z')"; }
 labels=(socket jmesh socket4) sweep=()  # without -rN: the summary finds every round's run
 for v in ${JMESH_VARIANTS:-}; do labels+=("$(variant_label "$v")"); done
 for ((round = 1; round <= ROUNDS; round++)); do
