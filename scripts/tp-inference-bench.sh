@@ -14,7 +14,7 @@
 # which has as many ranks. The placements of one run must agree on the number of ranks.
 # SOCKETS: NCCL's Socket runs, "socket socket-best" by default (its defaults; 4 sockets and 1 thread per connection).
 # JMESH_VARIANTS (e.g. "JMESH_TCP_EAGER_THRESHOLD=0"): one more jmesh run per round for each setting, labelled
-# jmesh-<setting> (without PLACEMENT only).
+# jmesh-<setting> (without PLACEMENT only); settings joined by commas make one variant.
 # ROUNDS (1): runs of every configuration in turn, interleaved so that rounds see the same machine; with more than
 # one, the runs are labelled -r1, -r2, ... and a summary table ends the output.
 set -uo pipefail
@@ -88,9 +88,9 @@ round() { # suffix: one run of every configuration, jmesh's placements first, th
             || { echo "NCCL's log does not show the jmesh plugin loaded"; status=1; }
         [ "${sfx:--r1}" != -r1 ] || labels+=(jmesh)
         for v in ${JMESH_VARIANTS:-}; do
-            label="jmesh-$(echo "${v#JMESH_}" | tr 'A-Z=_' 'a-z--')"
+            label="jmesh-$(echo "$v" | sed 's/JMESH_//g; s/,/+/g; s/[=_]/-/g' | tr 'A-Z' 'a-z')"
             [ "${sfx:--r1}" != -r1 ] || labels+=("$label")
-            tp "$label$sfx" "${JMESH_ENV[@]}" "$v"
+            tp "$label$sfx" "${JMESH_ENV[@]}" ${v//,/ }
         done
     fi
     for p in $PLACEMENT; do
