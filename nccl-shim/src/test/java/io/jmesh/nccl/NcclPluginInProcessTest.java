@@ -54,7 +54,7 @@ class NcclPluginInProcessTest {
             assertNotEquals(0, sendComm, "connect never completed");
             assertNotEquals(0, recvComm, "accept never completed");
 
-            int size = 64 * 1024;
+            int size = 128 * 1024;                // above the TCP eager threshold: a send waits for its receive
             MemorySegment src = arena.allocate(size, 4096);
             MemorySegment dst = arena.allocate(size, 4096);
             for (int i = 0; i < size; i++) {
@@ -78,7 +78,7 @@ class NcclPluginInProcessTest {
             MemorySegment done = arena.allocate(4, 4);
             MemorySegment got = arena.allocate(32, 4);
 
-            // a send before the receive is posted: NULL request, success
+            // a send larger than the eager threshold before the receive is posted: NULL request, success
             assertEquals(0, p.isend(sendComm, src.address(), size - 3, 7, srcMh, req.address()));
             assertEquals(0, req.get(JAVA_LONG, 0));
 
