@@ -8,7 +8,7 @@ import java.util.Arrays;
  * and which socket of it this is. Fixed layout, big-endian:
  * <pre>
  *  0 u32 magic     0x4A4D5444 "JMTD"
- *  4 u16 version   1
+ *  4 u16 version   the TCP data protocol's, as in {@link ConnectRequest} (2)
  *  6 u16 index     0..sockets-1
  *  8 u16 sockets   the connection's data sockets, 1..16
  * 10 u16 reserved  0
