@@ -77,17 +77,15 @@ public final class Eager {
         return new Eager(slots, maxPayload, (recordBytes(maxPayload) + 63) & -64);
     }
 
-    /** Byte offset of record {@code seq}'s slot in the verbs ring. */
-    public static long slot(long seq) {
-        return ((seq - 1) & (SLOTS - 1)) * SLOT_BYTES;
-    }
-
     /** Byte offset of record {@code seq}'s slot in this ring. */
     public long at(long seq) {
         return ((seq - 1) & (slots - 1)) * (long) slotBytes;
     }
 
-    /** {@link #arrived}, for this ring's largest payload. */
+    /**
+     * Whether record {@code seq} is complete at {@code at}: its header and its trailer show it (a slot holds an older
+     * record, or a part of this one, until then). The length is checked first: it came from the network.
+     */
     public boolean complete(MemorySegment ring, long at, long seq) {
         if ((long) LONG.getAcquire(ring, at + SEQ) != seq) {
             return false;
@@ -120,14 +118,6 @@ public final class Eager {
     /** Byte offset of a record's payload. */
     public static long payload(long at) {
         return at + HEADER_BYTES;
-    }
-
-    /**
-     * Whether record {@code seq} is complete at {@code at}: its header and its trailer show it (a slot holds an older
-     * record, or a part of this one, until then). The length is checked first: it came from the network.
-     */
-    public static boolean arrived(MemorySegment ring, long at, long seq) {
-        return VERBS.complete(ring, at, seq);
     }
 
     public static long position(MemorySegment ring, long at) {

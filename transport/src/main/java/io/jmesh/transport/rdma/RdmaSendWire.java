@@ -233,7 +233,7 @@ final class RdmaSendWire implements SendWire {
             }
         }
         long seq = records + 1;
-        long at = Eager.slot(seq);
+        long at = Eager.VERBS.at(seq);
         MemorySegment.copy(registration.memory(), offset, eagerStaging, Eager.payload(at), length);
         Eager.write(eagerStaging, at, seq, position, tag, length, buffer);
         boolean signal = ++unsignalledEager >= SIGNAL_EVERY;
