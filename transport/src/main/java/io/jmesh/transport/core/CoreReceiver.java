@@ -67,6 +67,11 @@ public final class CoreReceiver implements Receiver {
         return ReceiveSlot.ring();
     }
 
+    /** How this end lives and dies; liveness and device events fail it. */
+    public Fate fate() {
+        return fate;
+    }
+
     /** The wire under this receiver (for the provider's own tests and tools). */
     public ReceiveWire wire() {
         return wire;

@@ -87,6 +87,11 @@ public final class CoreSender implements Sender {
         return SendSlot.ring();
     }
 
+    /** How this end lives and dies; liveness and device events fail it. */
+    public Fate fate() {
+        return fate;
+    }
+
     /** The wire under this sender (for the provider's own tests and tools). */
     public SendWire wire() {
         return wire;

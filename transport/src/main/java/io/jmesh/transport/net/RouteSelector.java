@@ -101,6 +101,16 @@ public final class RouteSelector {
         return List.copyOf(preferred);
     }
 
+    /** The link among {@code local} whose own address is {@code address} (where a connection arrived), or null. */
+    public static LocalLink linkAt(List<LocalLink> local, java.net.InetAddress address) {
+        for (LocalLink l : local) {
+            if (l.prefix().address().equals(address)) {
+                return l;
+            }
+        }
+        return null;
+    }
+
     /** True when the route leaves through {@code link}: its device name or its local address. */
     public static boolean usesLink(Route route, String link) {
         return link != null && (route.local().device().equals(link)

@@ -242,12 +242,13 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
         }
     }
 
-    /** Adopts an open connection: {@link #close()} closes it first. */
-    synchronized void track(AutoCloseable connection) {
+    /** Adopts an open connection ({@link #close()} closes it first); false, taking nothing, once closed. */
+    synchronized boolean track(AutoCloseable connection) {
         if (closed) {
-            throw new IllegalStateException("the RDMA provider is closed");
+            return false;
         }
         connections.add(connection);
+        return true;
     }
 
     /** Forgets a connection that closed itself. */
@@ -294,12 +295,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
 
     /** The local link whose address is {@code local}, or null. */
     LocalLink linkFor(InetAddress local) {
-        for (LocalLink l : links) {
-            if (l.prefix().address().equals(local)) {
-                return l;
-            }
-        }
-        return null;
+        return RouteSelector.linkAt(links, local);
     }
 
     /**
@@ -453,9 +449,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
                 throw RdmaNoRoute.explain(e, peer, routes);
             }
             // through a relay; with none known yet while discovery settles, the connect waits for one
-            RdmaConnect c = new RdmaConnect(this, peer, relayed, System.nanoTime()
-                    + agent.settings().timeout().toNanos());
-            return c;
+            return new RdmaConnect(this, peer, relayed);
         }
     }
 

@@ -11,7 +11,6 @@ import io.jmesh.transport.core.ReceiveSlot;
 import io.jmesh.transport.core.ReceiveWire;
 import io.jmesh.transport.verbs.Wr;
 import io.jmesh.verbs.Errno;
-import io.jmesh.verbs.ffi.verbs_h;
 import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;
@@ -44,9 +43,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * <p>A flush reads one byte of each received buffer by RDMA READ through a queue pair connected to itself, made on
  * first use: the NIC answers the read only after its earlier writes into that memory have landed.
  */
-final class RdmaReceiveWire implements ReceiveWire {
-    static final long SIZES_BYTES = RdmaSendWire.SIZES_BYTES;
-    static final long CONTROL_BYTES = RdmaSendWire.CONTROL_BYTES;
+final class RdmaReceiveWire extends VerbsWire implements ReceiveWire {
     /** The flush queue pair's control region: where the flush reads land, one 64-byte cell per buffer. */
     static final long FLUSH_BYTES = (long) OpWindow.SIZE * Cts.MAX_RECVS * 64;
     /** wr_id bit of clear-to-send writes, whose completions only free send-queue entries. */
@@ -55,11 +52,9 @@ final class RdmaReceiveWire implements ReceiveWire {
     /** Entries of small receives held back at most, far below the ring's ENTRIES, so none is overwritten unread. */
     static final int HOLD_LIMIT = 64;
 
-    private final Fate fate;
     private final ReceiveSlot[] slots;
     private final Endpoint[] rails;
     private final int nrails;
-    private final Endpoint ep;
     private final long peerFifoAddress;
     private final int peerFifoRkey;
     private final MemorySegment staging;
@@ -74,12 +69,6 @@ final class RdmaReceiveWire implements ReceiveWire {
     private boolean batch;
     private boolean recvsPosted;
     private final Supplier<Endpoint> flushFactory;
-    private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
-    private final int opRead = verbs_h.IBV_WR_RDMA_READ();
-    private final int opRecvImm = verbs_h.IBV_WC_RECV_RDMA_WITH_IMM();
-    private final int flagSignaled = verbs_h.IBV_SEND_SIGNALED();
-    private final int flagInline = verbs_h.IBV_SEND_INLINE();
-    private final int wcSuccess = verbs_h.IBV_WC_SUCCESS();
 
     /** per slot: rails whose write-with-immediate has not arrived yet, and whether the sizes are in the array */
     private final int[] pendingRails = new int[Cts.MAX_REQUESTS];
@@ -103,19 +92,18 @@ final class RdmaReceiveWire implements ReceiveWire {
      */
     RdmaReceiveWire(Fate fate, ReceiveSlot[] slots, Endpoint[] rails, long peerFifoAddress, int peerFifoRkey,
                     Supplier<Endpoint> flushFactory, int eagerMax) {
-        this.fate = fate;
+        super(fate, rails[0]);
         this.slots = slots;
         this.rails = rails.clone();
         this.nrails = rails.length;
-        this.ep = rails[0];
         this.peerFifoAddress = peerFifoAddress;
         this.peerFifoRkey = peerFifoRkey;
         this.flushFactory = flushFactory;
-        this.staging = ep.control.asSlice(0, Cts.FIFO_BYTES);
-        this.sizes = ep.control.asSlice(Cts.FIFO_BYTES, SIZES_BYTES);
+        this.staging = ControlRegion.fifo(ep.control);
+        this.sizes = ControlRegion.sizes(ep.control);
         boolean eager = eagerMax > 0;
-        this.eagerRing = eager ? ep.control.asSlice(RdmaSendWire.RING_AT, Eager.RING_BYTES) : null;
-        this.creditStaging = eager ? ep.control.asSlice(RdmaSendWire.CREDIT_AT, 8) : null;
+        this.eagerRing = eager ? ControlRegion.ring(ep.control) : null;
+        this.creditStaging = eager ? ControlRegion.credit(ep.control) : null;
         this.eagerMax = Math.min(eagerMax, Eager.MAX_PAYLOAD);
     }
 
@@ -141,19 +129,13 @@ final class RdmaReceiveWire implements ReceiveWire {
             unsignalledCts = 0;
         }
         Wr.sge(ep.sge[w], creditStaging.address(), 8, ep.controlMr.lkey());
-        Wr.send(ep.wr[w], CTS_WR, MemorySegment.NULL, ep.sge[w], 1, opWrite,
-                (signal ? flagSignaled : 0) | (8 <= ep.maxInline ? flagInline : 0), 0,
-                peerFifoAddress + RdmaSendWire.CREDIT_AT, peerFifoRkey);
+        Wr.send(ep.wr[w], CTS_WR, MemorySegment.NULL, ep.sge[w], 1, OP_WRITE,
+                (signal ? SIGNALED : 0) | (8 <= ep.maxInline ? INLINE : 0), 0,
+                peerFifoAddress + ControlRegion.CREDIT_AT, peerFifoRkey);
         if (w > 0) {
             Wr.link(ep.wr[w - 1], ep.wr[w]);
         }
-        Wr.link(ep.wr[w], MemorySegment.NULL);
-        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
-        if (rc != 0) {
-            return fate.fail("ibv_post_send (eager credits) on " + ep.device.name() + " failed: "
-                    + Errno.describe(rc));
-        }
-        return 0;
+        return post(ep, w + 1, "eager credits") ? 0 : Status.FAILED;
     }
 
     @Override
@@ -183,11 +165,6 @@ final class RdmaReceiveWire implements ReceiveWire {
     /** RDMA writes that carried clear-to-send entries so far (for tests: receives posted with MORE share one). */
     long ctsWrites() {
         return ctsWrites;
-    }
-
-    @Override
-    public boolean owns(Registration registration, long offset, long length) {
-        return registration instanceof RdmaRegistration r && r.contains(offset, length) && r.usableOn(ep);
     }
 
     @Override
@@ -243,14 +220,7 @@ final class RdmaReceiveWire implements ReceiveWire {
         if (pushTo <= announced) {
             return 0;
         }
-        int wrs = stageEntries();
-        Wr.link(ep.wr[wrs - 1], MemorySegment.NULL);
-        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
-        if (rc != 0) {
-            return fate.fail("ibv_post_send (clear-to-send) on " + ep.device.name() + " failed: "
-                    + Errno.describe(rc));
-        }
-        return 0;
+        return post(ep, stageEntries(), "clear-to-send") ? 0 : Status.FAILED;
     }
 
     /**
@@ -272,13 +242,13 @@ final class RdmaReceiveWire implements ReceiveWire {
         }
         int lkey = ep.controlMr.lkey();
         Wr.sge(ep.sge[0], staging.address() + from * Cts.ENTRY_BYTES, first * Cts.ENTRY_BYTES, lkey);
-        Wr.send(ep.wr[0], CTS_WR, MemorySegment.NULL, ep.sge[0], 1, opWrite,
-                (signal && wrs == 1 ? flagSignaled : 0) | inline(first), 0,
+        Wr.send(ep.wr[0], CTS_WR, MemorySegment.NULL, ep.sge[0], 1, OP_WRITE,
+                (signal && wrs == 1 ? SIGNALED : 0) | inline(first), 0,
                 peerFifoAddress + from * Cts.ENTRY_BYTES, peerFifoRkey);
         if (wrs == 2) {
             Wr.sge(ep.sge[1], staging.address(), (int) (count - first) * Cts.ENTRY_BYTES, lkey);
-            Wr.send(ep.wr[1], CTS_WR, MemorySegment.NULL, ep.sge[1], 1, opWrite,
-                    (signal ? flagSignaled : 0) | inline(count - first), 0, peerFifoAddress, peerFifoRkey);
+            Wr.send(ep.wr[1], CTS_WR, MemorySegment.NULL, ep.sge[1], 1, OP_WRITE,
+                    (signal ? SIGNALED : 0) | inline(count - first), 0, peerFifoAddress, peerFifoRkey);
             Wr.link(ep.wr[0], ep.wr[1]);
         }
         announced = entryHead;
@@ -289,7 +259,7 @@ final class RdmaReceiveWire implements ReceiveWire {
 
     /** IBV_SEND_INLINE for a write of {@code entries} clear-to-send entries when the queue pair can inline them. */
     private int inline(long entries) {
-        return entries * Cts.ENTRY_BYTES <= ep.maxInline ? flagInline : 0;
+        return entries * Cts.ENTRY_BYTES <= ep.maxInline ? INLINE : 0;
     }
 
     @Override
@@ -322,17 +292,15 @@ final class RdmaReceiveWire implements ReceiveWire {
             RdmaRegistration r = (RdmaRegistration) registrations[i];
             Wr.sge(flushEp.sge[w], flushEp.control.address() + ((long) Slots.key(op.index, i)) * 64, 1,
                     flushEp.controlMr.lkey());
-            Wr.send(flushEp.wr[w], op.index, MemorySegment.NULL, flushEp.sge[w], 1, opRead,
-                    i == lastRead ? flagSignaled : 0, 0, r.address + offsets[i], r.rkey(flushEp.deviceIndex));
+            Wr.send(flushEp.wr[w], op.index, MemorySegment.NULL, flushEp.sge[w], 1, OP_READ,
+                    i == lastRead ? SIGNALED : 0, 0, r.address + offsets[i], r.rkey(flushEp.deviceIndex));
             if (w > 0) {
                 Wr.link(flushEp.wr[w - 1], flushEp.wr[w]);
             }
             w++;
         }
-        Wr.link(flushEp.wr[w - 1], MemorySegment.NULL);
-        int rc = flushEp.ops.postSend(flushEp.qp.handle(), flushEp.wr[0], flushEp.badWr);
-        if (rc != 0) {
-            return fate.fail("ibv_post_send (flush) on " + flushEp.device.name() + " failed: " + Errno.describe(rc));
+        if (!post(flushEp, w, "flush")) {
+            return Status.FAILED;
         }
         flushes[op.index] = op;
         flushWrs[op.index] = w;
@@ -357,9 +325,8 @@ final class RdmaReceiveWire implements ReceiveWire {
 
     /** Reads one rail's completions; false once the connection failed. */
     private boolean poll(Endpoint r) {
-        int n = r.cq.poll(r.wcs, Endpoint.WC_BATCH);
+        int n = completions(r);
         if (n < 0) {
-            fate.fail("ibv_poll_cq on " + r.device.name() + " failed: " + n);
             return false;
         }
         if (n == 0 && r == ep) {
@@ -368,7 +335,7 @@ final class RdmaReceiveWire implements ReceiveWire {
         for (int i = 0; i < n; i++) {
             int status = Wr.wcStatus(r.wcs, i);
             long wrId = Wr.wcWrId(r.wcs, i);
-            if (status != wcSuccess) {
+            if (status != WC_SUCCESS) {
                 fate.fail((wrId == Endpoint.PROBE_WR ? "the peer stopped answering: a liveness probe on "
                         : (wrId & CTS_WR) != 0 ? "a clear-to-send write on " : "a receive on ") + r.device.name()
                         + " failed: " + r.device.verbs().wcStatusString(status)
@@ -377,7 +344,7 @@ final class RdmaReceiveWire implements ReceiveWire {
             }
             if (wrId == Endpoint.PROBE_WR) {
                 r.probeDone();
-            } else if ((wrId & CTS_WR) == 0 && Wr.wcOpcode(r.wcs, i) == opRecvImm) {
+            } else if ((wrId & CTS_WR) == 0 && Wr.wcOpcode(r.wcs, i) == WC_RECV_IMM) {
                 if (postRecv(r) != 0) {
                     return false;
                 }
@@ -416,7 +383,7 @@ final class RdmaReceiveWire implements ReceiveWire {
         }
         for (int i = 0; i < n; i++) {
             int k = (int) Wr.wcWrId(flushEp.wcs, i) & (OpWindow.SIZE - 1);
-            if (Wr.wcStatus(flushEp.wcs, i) != wcSuccess) {
+            if (Wr.wcStatus(flushEp.wcs, i) != WC_SUCCESS) {
                 fate.fail("a flush read on " + flushEp.device.name() + " failed: "
                         + flushEp.device.verbs().wcStatusString(Wr.wcStatus(flushEp.wcs, i))
                         + " (is the buffer still registered?)");
@@ -434,10 +401,7 @@ final class RdmaReceiveWire implements ReceiveWire {
      * entry needs no accounting: at most one is in flight next to at most MAX_REQUESTS clear-to-sends.
      */
     private void probeIfIdle() {
-        int p = ep.idle(peerFifoAddress, peerFifoRkey);
-        if (p < 0) {
-            fate.fail("ibv_post_send (liveness probe) on " + ep.device.name() + " failed: " + Errno.describe(-p));
-        }
+        probe(peerFifoAddress, peerFifoRkey);
     }
 
     @Override

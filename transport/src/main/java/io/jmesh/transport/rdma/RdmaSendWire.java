@@ -11,7 +11,6 @@ import io.jmesh.transport.core.SendSlot;
 import io.jmesh.transport.core.SendWire;
 import io.jmesh.transport.verbs.Wr;
 import io.jmesh.verbs.Errno;
-import io.jmesh.verbs.ffi.verbs_h;
 import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;
@@ -38,18 +37,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * each message is cut into one contiguous slice per rail, so all rails carry data at once. Rail 0 also carries the
  * one-sided operations and the liveness probe.
  */
-final class RdmaSendWire implements SendWire {
-    static final long SIZES_BYTES = (long) Slots.BUFFERS * 8;
-    /** Rail 0's control region: the FIFO (the receiver's staging), then the size array (the sender's staging). */
-    static final long CONTROL_BYTES = Cts.FIFO_BYTES + SIZES_BYTES;
-    /** With an eager ring: the credit word (receiver: its staging), then the ring (sender: the staging ring). */
-    static final long CREDIT_AT = CONTROL_BYTES;
-    static final long RING_AT = CREDIT_AT + 64;
-    /** Then where a fetch's RDMA READ of the receiver's clear-to-send entries lands (the sender's; unused there). */
-    static final long PULL_AT = RING_AT + Eager.RING_BYTES;
-    /** Entries one fetch reads: the ones the send waits for and those after them, a receiver's held-back run. */
-    static final int PULL_ENTRIES = 64;
-    static final long EAGER_CONTROL_BYTES = PULL_AT + (long) PULL_ENTRIES * Cts.ENTRY_BYTES;
+final class RdmaSendWire extends VerbsWire implements SendWire {
     /**
      * Immediate of a slot's last write: bit 31 "read the sizes from the size array", bits 26-30 the slot, bits 0-25
      * the size of a single message below 64 MiB, or the number of buffers.
@@ -71,11 +59,9 @@ final class RdmaSendWire implements SendWire {
     private static final long MAX_BACKOFF_NANOS = 1_000_000;
     private static final VarHandle CREDIT = JAVA_LONG.varHandle();
 
-    private final Fate fate;
     private final SendSlot[] slots;
     private final Endpoint[] rails;
     private final int nrails;
-    private final Endpoint ep;
     private final long peerSizesAddress;
     private final int peerSizesRkey;
     /** The peer's device index of rail 0: which key of a peer's RemoteRegion this connection uses. */
@@ -100,12 +86,6 @@ final class RdmaSendWire implements SendWire {
     private long pulls;
     /** Full slots in the order the core filled them: the order they must go out in. */
     private final int[] fullQueue = new int[Cts.MAX_REQUESTS];
-    private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
-    private final int opWriteImm = verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM();
-    private final int opRead = verbs_h.IBV_WR_RDMA_READ();
-    private final int flagSignaled = verbs_h.IBV_SEND_SIGNALED();
-    private final int flagInline = verbs_h.IBV_SEND_INLINE();
-    private final int wcSuccess = verbs_h.IBV_WC_SUCCESS();
 
     /** per slot * MAX_RAILS + rail: work requests the slot holds in that rail's send queue */
     private final int[] wrCount = new int[Cts.MAX_REQUESTS * Cts.MAX_RAILS];
@@ -126,24 +106,24 @@ final class RdmaSendWire implements SendWire {
      */
     RdmaSendWire(Fate fate, SendSlot[] slots, Endpoint[] rails, long peerSizesAddress, int peerSizesRkey,
                  int peerKeyIndex, int eagerMax) {
-        this.fate = fate;
+        super(fate, rails[0]);
         this.slots = slots;
         this.rails = rails.clone();
         this.nrails = rails.length;
-        this.ep = rails[0];
         this.peerSizesAddress = peerSizesAddress;
         this.peerSizesRkey = peerSizesRkey;
         this.peerKeyIndex = peerKeyIndex;
-        this.fifo = ep.control.asSlice(0, Cts.FIFO_BYTES);
-        this.sizesStaging = ep.control.asSlice(Cts.FIFO_BYTES, SIZES_BYTES);
+        this.fifo = ControlRegion.fifo(ep.control);
+        this.sizesStaging = ControlRegion.sizes(ep.control);
         this.outstanding = new int[nrails];
         this.railWrs = new int[nrails];
         this.eagerMax = Math.min(eagerMax, Eager.MAX_PAYLOAD);
-        this.eagerStaging = eagerMax > 0 ? ep.control.asSlice(RING_AT, Eager.RING_BYTES) : null;
-        this.credit = eagerMax > 0 ? ep.control.asSlice(CREDIT_AT, 8) : null;
-        this.peerRingAddress = peerSizesAddress - Cts.FIFO_BYTES + RING_AT;
-        this.pulled = eagerMax > 0 ? ep.control.asSlice(PULL_AT, (long) PULL_ENTRIES * Cts.ENTRY_BYTES) : null;
-        this.peerEntriesAddress = peerSizesAddress - Cts.FIFO_BYTES;
+        this.eagerStaging = eagerMax > 0 ? ControlRegion.ring(ep.control) : null;
+        this.credit = eagerMax > 0 ? ControlRegion.credit(ep.control) : null;
+        long peerBase = ControlRegion.baseOfSizes(peerSizesAddress);
+        this.peerRingAddress = peerBase + ControlRegion.RING_AT;
+        this.pulled = eagerMax > 0 ? ControlRegion.pulled(ep.control) : null;
+        this.peerEntriesAddress = peerBase + ControlRegion.FIFO_AT;
     }
 
     /** The slot index an immediate names. */
@@ -162,7 +142,7 @@ final class RdmaSendWire implements SendWire {
     }
 
     /**
-     * RDMA-reads the receiver's staged entries from ring position {@code from} on (up to PULL_ENTRIES, to the end of
+     * RDMA-reads the receiver's staged entries from ring position {@code from} on (up to ControlRegion.PULL_ENTRIES, to the end of
      * the ring) into the landing area; {@link #merge} files them when the read completes. The peer's NIC answers, so
      * a sender whose receive is posted never waits on the peer's application. A read that brought nothing new (the
      * receive is not posted yet) holds the next one for the same position back, 16 us doubling to 1 ms, so a sender
@@ -178,9 +158,9 @@ final class RdmaSendWire implements SendWire {
             return;
         }
         long at = Cts.at(from);
-        int count = (int) Math.min(PULL_ENTRIES, (Cts.FIFO_BYTES - at) / Cts.ENTRY_BYTES);
+        int count = (int) Math.min(ControlRegion.PULL_ENTRIES, (Cts.FIFO_BYTES - at) / Cts.ENTRY_BYTES);
         Wr.sge(ep.sge[0], pulled.address(), count * Cts.ENTRY_BYTES, ep.controlMr.lkey());
-        Wr.send(ep.wr[0], PULL_WR, MemorySegment.NULL, ep.sge[0], 1, opRead, flagSignaled, 0,
+        Wr.send(ep.wr[0], PULL_WR, MemorySegment.NULL, ep.sge[0], 1, OP_READ, SIGNALED, 0,
                 peerEntriesAddress + at, peerSizesRkey);
         if (!postChain(ep, 1)) {
             return;
@@ -239,8 +219,8 @@ final class RdmaSendWire implements SendWire {
         boolean signal = ++unsignalledEager >= SIGNAL_EVERY;
         int bytes = Eager.recordBytes(length);
         Wr.sge(ep.sge[0], eagerStaging.address() + at, bytes, ep.controlMr.lkey());
-        Wr.send(ep.wr[0], EAGER_WR | unsignalledEager, MemorySegment.NULL, ep.sge[0], 1, opWrite,
-                (signal ? flagSignaled : 0) | (bytes <= ep.maxInline ? flagInline : 0), 0, peerRingAddress + at,
+        Wr.send(ep.wr[0], EAGER_WR | unsignalledEager, MemorySegment.NULL, ep.sge[0], 1, OP_WRITE,
+                (signal ? SIGNALED : 0) | (bytes <= ep.maxInline ? INLINE : 0), 0, peerRingAddress + at,
                 peerSizesRkey);
         if (signal) {
             unsignalledEager = 0;
@@ -261,11 +241,6 @@ final class RdmaSendWire implements SendWire {
     /** Queue pairs this connection splits its messages across. */
     int rails() {
         return nrails;
-    }
-
-    @Override
-    public boolean owns(Registration registration, long offset, long length) {
-        return registration instanceof RdmaRegistration r && r.contains(offset, length) && r.usableOn(ep);
     }
 
     @Override
@@ -365,8 +340,8 @@ final class RdmaSendWire implements SendWire {
                 long chunk = Math.min(max, to - done);
                 boolean last = inlineSize && done + chunk == to;
                 Wr.sge(r.sge[w], local + done, (int) chunk, lkey);
-                Wr.send(r.wr[w], s.index, MemorySegment.NULL, r.sge[w], 1, last ? opWriteImm : opWrite,
-                        last ? flagSignaled : 0, last ? imm : 0, remote + done, key);
+                Wr.send(r.wr[w], s.index, MemorySegment.NULL, r.sge[w], 1, last ? OP_WRITE_IMM : OP_WRITE,
+                        last ? SIGNALED : 0, last ? imm : 0, remote + done, key);
                 immSent |= last;
                 if ((w = next(r, w)) < 0) {
                     return;
@@ -378,10 +353,10 @@ final class RdmaSendWire implements SendWire {
             if (!inlineSize && rail == 0) {
                 long at = Slots.key(s.index, 0) * 8L;
                 Wr.sge(r.sge[w], sizesStaging.address() + at, n * 8, ep.controlMr.lkey());
-                Wr.send(r.wr[w], s.index, MemorySegment.NULL, r.sge[w], 1, opWriteImm, flagSignaled, imm,
+                Wr.send(r.wr[w], s.index, MemorySegment.NULL, r.sge[w], 1, OP_WRITE_IMM, SIGNALED, imm,
                         peerSizesAddress + at, peerSizesRkey);
             } else {
-                Wr.send(r.wr[w], s.index, MemorySegment.NULL, MemorySegment.NULL, 0, opWriteImm, flagSignaled, imm,
+                Wr.send(r.wr[w], s.index, MemorySegment.NULL, MemorySegment.NULL, 0, OP_WRITE_IMM, SIGNALED, imm,
                         Cts.addr(fifo, entry), Cts.rkey(fifo, entry, rail));
             }
             w = next(r, w);
@@ -417,13 +392,7 @@ final class RdmaSendWire implements SendWire {
     }
 
     private boolean postChain(Endpoint r, int count) {
-        Wr.link(r.wr[count - 1], MemorySegment.NULL);
-        int rc = r.ops.postSend(r.qp.handle(), r.wr[0], r.badWr);
-        if (rc != 0) {
-            fate.fail("ibv_post_send on " + r.device.name() + " failed: " + Errno.describe(rc));
-            return false;
-        }
-        return true;
+        return post(r, count, "data");
     }
 
     /** A one-sided RDMA WRITE or READ on rail 0: unsignalled pieces, the last one signalled. */
@@ -446,7 +415,7 @@ final class RdmaSendWire implements SendWire {
         int rk = op.remote.key(peerKeyIndex);
         long from = r.address + op.localOffset;
         long to = op.remote.address() + op.remoteOffset;
-        int opcode = op.read ? opRead : opWrite;
+        int opcode = op.read ? OP_READ : OP_WRITE;
         int w = 0;
         long done = 0;
         do {
@@ -454,7 +423,7 @@ final class RdmaSendWire implements SendWire {
             boolean last = done + chunk == length;
             Wr.sge(ep.sge[w], from + done, (int) chunk, lk);
             Wr.send(ep.wr[w], ONE_SIDED_WR | op.index, MemorySegment.NULL, ep.sge[w], chunk == 0 ? 0 : 1, opcode,
-                    last ? flagSignaled : 0, 0, to + done, rk);
+                    last ? SIGNALED : 0, 0, to + done, rk);
             done += chunk;
             if (w > 0) {
                 Wr.link(ep.wr[w - 1], ep.wr[w]);
@@ -481,9 +450,8 @@ final class RdmaSendWire implements SendWire {
         }
         for (int rail = 0; rail < nrails; rail++) {
             Endpoint r = rails[rail];
-            int n = r.cq.poll(r.wcs, Endpoint.WC_BATCH);
+            int n = completions(r);
             if (n < 0) {
-                fate.fail("ibv_poll_cq on " + r.device.name() + " failed: " + n);
                 return;
             }
             if (n == 0 && rail == 0) {
@@ -500,7 +468,7 @@ final class RdmaSendWire implements SendWire {
 
     /** Takes one completion; false once the connection failed. */
     private boolean completed(Endpoint r, int rail, int status, long wrId) {
-        if (status != wcSuccess) {
+        if (status != WC_SUCCESS) {
             fate.fail((wrId == Endpoint.PROBE_WR ? "the peer stopped answering: a liveness probe on "
                     : wrId == PULL_WR ? "a read of the receiver's clear-to-send entries on "
                     : (wrId & ONE_SIDED_WR) != 0 ? "a one-sided operation on " : "a send on ")
@@ -538,11 +506,8 @@ final class RdmaSendWire implements SendWire {
         if (outstanding[0] >= ep.sendDepth) {
             return;      // the queue is full of writes: their completions (or failures) will come
         }
-        int p = ep.idle(peerSizesAddress, peerSizesRkey);
-        if (p > 0) {
+        if (probe(peerSizesAddress, peerSizesRkey) > 0) {
             outstanding[0]++;
-        } else if (p < 0) {
-            fate.fail("ibv_post_send (liveness probe) on " + ep.device.name() + " failed: " + Errno.describe(-p));
         }
     }
 

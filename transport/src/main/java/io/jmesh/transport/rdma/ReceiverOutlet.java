@@ -20,7 +20,7 @@ final class ReceiverOutlet extends RelayOutlet {
 
     ReceiverOutlet(RelayPipe pipe) {
         super(pipe);
-        this.sizesStaging = pipe.down.control.asSlice(Cts.FIFO_BYTES, RdmaSendWire.SIZES_BYTES);
+        this.sizesStaging = ControlRegion.sizes(pipe.down.control);
     }
 
     @Override

@@ -66,7 +66,7 @@ final class RelayLayout {
     static final int MAX_RECORDS = 256;
     /** The largest record slot a relay may offer ({@code JMESH_RELAY_CHUNK_KIB}' bound). */
     static final int MAX_RECORD_BYTES = 64 << 20;
-    static final long CREDIT_AT = RdmaSendWire.CONTROL_BYTES;
+    static final long CREDIT_AT = ControlRegion.BYTES;
     static final long TRAILERS_AT = CREDIT_AT + 64;
     /** A relay's control region towards the next node: what a direct sender has, then the credit word and trailers. */
     static final long RELAY_DOWN_CONTROL_BYTES = TRAILERS_AT + (long) MAX_RECORDS * TRAILER_BYTES;

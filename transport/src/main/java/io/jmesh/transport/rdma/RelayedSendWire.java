@@ -9,7 +9,6 @@ import io.jmesh.transport.core.SendSlot;
 import io.jmesh.transport.core.SendWire;
 import io.jmesh.transport.verbs.Wr;
 import io.jmesh.verbs.Errno;
-import io.jmesh.verbs.ffi.verbs_h;
 import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;
@@ -22,20 +21,17 @@ import java.lang.foreign.MemorySegment;
  * data. One-sided
  * operations are refused: the far node's keys belong to a NIC this side has no queue pair to.
  */
-final class RelayedSendWire implements SendWire {
+final class RelayedSendWire extends VerbsWire implements SendWire {
     private static final long DESC_WR = 1;
 
-    private final Fate fate;
     private final SendSlot[] slots;
-    private final Endpoint ep;
     private final String relay;
+    /** What a refused post was for, named once: the hot path builds no string. */
+    private final String toRelay;
     private final long relayRing;
     private final int relayRkey;
     private final MemorySegment fifo;
     private final MemorySegment descs;
-    private final int opWrite = verbs_h.IBV_WR_RDMA_WRITE();
-    private final int flagSignaled = verbs_h.IBV_SEND_SIGNALED();
-    private final int wcSuccess = verbs_h.IBV_WC_SUCCESS();
     private long full;
     private long posted;
     private long completed;
@@ -46,23 +42,18 @@ final class RelayedSendWire implements SendWire {
      * @param relayRing the relay's descriptor ring (address and key from its handshake reply)
      */
     RelayedSendWire(Fate fate, SendSlot[] slots, Endpoint ep, String relay, long relayRing, int relayRkey) {
-        this.fate = fate;
+        super(fate, ep);
         this.slots = slots;
-        this.ep = ep;
         this.relay = relay;
+        this.toRelay = "to the relay " + relay;
         this.relayRing = relayRing;
         this.relayRkey = relayRkey;
-        this.fifo = ep.control.asSlice(0, Cts.FIFO_BYTES);
+        this.fifo = ControlRegion.fifo(ep.control);
         this.descs = ep.control.asSlice(Cts.FIFO_BYTES, RelayLayout.STAGE);
     }
 
     MemorySegment fifo() {
         return fifo;
-    }
-
-    @Override
-    public boolean owns(Registration registration, long offset, long length) {
-        return registration instanceof RdmaRegistration r && r.contains(offset, length) && r.usableOn(ep);
     }
 
     @Override
@@ -108,14 +99,13 @@ final class RelayedSendWire implements SendWire {
                 sges = 2;
             }
             Wr.sge(ep.sge[2 * i + sges - 1], descs.address() + staged, RelayLayout.DESC_BYTES, lkey);
-            Wr.send(ep.wr[i], DESC_WR, MemorySegment.NULL, ep.sge[2 * i], sges, opWrite, flagSignaled, 0, remote,
+            Wr.send(ep.wr[i], DESC_WR, MemorySegment.NULL, ep.sge[2 * i], sges, OP_WRITE, SIGNALED, 0, remote,
                     relayRkey);
-            Wr.link(ep.wr[i], i + 1 < n ? ep.wr[i + 1] : MemorySegment.NULL);
+            if (i > 0) {
+                Wr.link(ep.wr[i - 1], ep.wr[i]);
+            }
         }
-        int rc = ep.ops.postSend(ep.qp.handle(), ep.wr[0], ep.badWr);
-        if (rc != 0) {
-            fate.fail("ibv_post_send (to the relay " + relay + ") on " + ep.device.name() + " failed: "
-                    + Errno.describe(rc));
+        if (!post(ep, n, toRelay)) {
             return false;
         }
         outstanding += n;
@@ -132,15 +122,14 @@ final class RelayedSendWire implements SendWire {
         if (fate.state() != 0) {
             return;
         }
-        int n = ep.cq.poll(ep.wcs, Endpoint.WC_BATCH);
+        int n = completions(ep);
         if (n < 0) {
-            fate.fail("ibv_poll_cq on " + ep.device.name() + " failed: " + n);
             return;
         }
         for (int i = 0; i < n; i++) {
             int status = Wr.wcStatus(ep.wcs, i);
             long wrId = Wr.wcWrId(ep.wcs, i);
-            if (status != wcSuccess) {
+            if (status != WC_SUCCESS) {
                 fate.fail((wrId == Endpoint.PROBE_WR ? "the relay node " + relay + " stopped answering: a liveness "
                         + "probe on " : "a write to the relay node " + relay + " on ") + ep.device.name()
                         + " failed: " + ep.device.verbs().wcStatusString(status)
@@ -168,12 +157,10 @@ final class RelayedSendWire implements SendWire {
             completed++;
         }
         if (n == 0 && outstanding < ep.sendDepth) {
-            int p = ep.idle(relayRing, relayRkey);
+            int p = probe(relayRing, relayRkey);
             if (p > 0) {
                 outstanding++;
             } else if (p < 0) {
-                fate.fail("ibv_post_send (liveness probe) on " + ep.device.name() + " failed: "
-                        + Errno.describe(-p));
                 return;
             }
         }

@@ -1,5 +1,6 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.connect.AcceptLoop;
 import io.jmesh.transport.core.Eager;
 import io.jmesh.transport.handshake.InboundHandshake;
 
@@ -12,23 +13,25 @@ import java.security.MessageDigest;
  * connector's address with the connection's token and its own index. Owns the sockets attached so far until they are
  * handed to a receiver or closed.
  */
-final class PendingAccept {
-    final InboundHandshake handshake;
+final class PendingAccept extends AcceptLoop.Pending {
     final InetAddress remote;
-    final long deadlineNanos;
     /** The eager ring agreed in the ACCEPT, or null. */
     final Eager eager;
+    /** What the ACCEPT says: the data port, the socket count, the eager ring, the token. */
+    final AcceptReply reply;
     private final byte[] token;
     private final SocketChannel[] sockets;
+    private final String link;
     private int attached;
 
-    PendingAccept(InboundHandshake handshake, byte[] token, int sockets, Eager eager, long deadlineNanos) {
+    PendingAccept(InboundHandshake handshake, AcceptReply reply, Eager eager, String link) {
+        super(handshake);
         this.eager = eager;
-        this.handshake = handshake;
+        this.reply = reply;
         this.remote = handshake.remoteAddress().getAddress();
-        this.token = token.clone();
-        this.sockets = new SocketChannel[sockets];
-        this.deadlineNanos = deadlineNanos;
+        this.token = reply.token();
+        this.sockets = new SocketChannel[reply.sockets()];
+        this.link = link;
     }
 
     /** Compares in constant time, so the token cannot be guessed byte by byte. */
@@ -49,7 +52,8 @@ final class PendingAccept {
         attached++;
     }
 
-    boolean ready() {
+    @Override
+    protected boolean ready() {
         return attached == sockets.length;
     }
 
@@ -62,12 +66,18 @@ final class PendingAccept {
     }
 
     /** Fails the handshake if it has not completed and closes the sockets attached so far. */
-    void close() {
+    @Override
+    protected void close() {
         handshake.close();
         for (int i = 0; i < sockets.length; i++) {
             DataSockets.closeQuietly(sockets[i]);
             sockets[i] = null;
         }
         attached = 0;
+    }
+
+    @Override
+    public String toString() {
+        return "on " + link + ", " + sockets.length + " data sockets on port " + reply.port();
     }
 }

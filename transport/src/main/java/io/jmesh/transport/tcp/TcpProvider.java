@@ -163,12 +163,7 @@ public final class TcpProvider implements Provider {
 
     /** The local link whose address is {@code local}, or null. */
     LocalLink linkFor(InetAddress local) {
-        for (LocalLink l : links) {
-            if (l.prefix().address().equals(local)) {
-                return l;
-            }
-        }
-        return null;
+        return RouteSelector.linkAt(links, local);
     }
 
     /** Listens on every link; the handle carries all their addresses and the TCP flag. */

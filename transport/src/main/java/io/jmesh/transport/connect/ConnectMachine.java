@@ -1,0 +1,220 @@
+package io.jmesh.transport.connect;
+
+import io.jmesh.api.Connector;
+import io.jmesh.api.ListenHandle;
+import io.jmesh.transport.core.CoreSender;
+import io.jmesh.transport.handshake.HandshakeAgent;
+import io.jmesh.transport.handshake.OutboundHandshake;
+import io.jmesh.transport.net.Route;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+import java.io.IOException;
+
+/**
+ * One connect, as the non-blocking state machine both providers drive through {@link #poll()}:
+ *
+ * <pre>
+ *   ROUTE ──(a route given, or found by discovery)──▶ HANDSHAKE ──(ACCEPT)──▶ BUILD ──(sender built: READY)──▶ CONFIRMED
+ *     │                                                 │                       │                                  │
+ *     │ no route within the handshake timeout           │ REJECT, timeout       │ bad answer, I/O error            │ COMPLETE
+ *     ▼                                                 ▼                       ▼                                  ▼
+ *   FAILED ◀──────────────────────────────────────────────────────────────────────────────────────────────────  CONNECTED
+ * </pre>
+ *
+ * A provider supplies only its wire: the offer its HELLO carries ({@link #offer}), the sender it builds from the
+ * listener's answer ({@link #build}, polled until ready: TCP's data sockets connect meanwhile), how the provider takes
+ * the sender ({@link #adopt}) and what to free while no sender owns it ({@link #freeUnowned}). The rest is here once:
+ * waiting for route discovery, the handshake's states, liveness on the neighbour the route names (never one a frame
+ * claims: through a relay that is the first relay, and the peer is named behind it), failures that say which peer and
+ * link, and every poll after a failure or close throwing the same reason.
+ */
+public abstract class ConnectMachine implements Connector {
+    /** Under the provider's class name, so a log line says which provider connected. */
+    private final Logger log = LogManager.getLogger(getClass());
+
+    protected final ListenHandle peer;
+    private final HandshakeAgent agent;
+    private final long routeDeadlineNanos;
+    private Route route;
+    private OutboundHandshake handshake;
+    private CoreSender sender;
+    private boolean confirmed;
+    private boolean done;
+    /** Why the connect ended without a sender; every later poll throws it. */
+    private String failure;
+
+    /** @param agent the handshake agent; its timeout also bounds the wait for a route */
+    protected ConnectMachine(HandshakeAgent agent, ListenHandle peer) {
+        this.agent = agent;
+        this.peer = peer;
+        this.routeDeadlineNanos = System.nanoTime() + agent.settings().timeout().toNanos();
+    }
+
+    /** What this connect offers in its HELLO over {@code r}; creates what the offer describes (queue pairs, ...). */
+    protected abstract byte[] offer(Route r);
+
+    /**
+     * Builds the sender from the listener's answer; called on every poll until it returns one.
+     *
+     * @return the sender, which owns everything the connect created from now on; null while not ready
+     */
+    protected abstract CoreSender build(byte[] answer) throws IOException;
+
+    /** Hands the connected sender to its provider; false when the provider closed meanwhile. */
+    protected abstract boolean adopt(CoreSender s);
+
+    /** Frees what the connect created and no sender owns; only while there is no sender, and safe to call twice. */
+    protected abstract void freeUnowned();
+
+    /** Called once when the connect ends, connected or not (a provider stops tracking it). */
+    protected void ended() {
+    }
+
+    /** The route through another node to the peer, once route discovery knows one; null while it does not. */
+    protected abstract Route relayedRoute();
+
+    /** Why no route reaches the peer, for the error when none came in time. */
+    protected abstract String noRouteReason();
+
+    /** The failure an I/O error of {@link #build} becomes: what could not be done, and what to check. */
+    protected String ioFailure(IOException e) {
+        return "connecting to " + route.peer().prefix() + " over " + route.local().prefix() + " failed: "
+                + e.getMessage();
+    }
+
+    /**
+     * Starts the handshake over {@code r}: from the subclass's constructor when the route is known, else from
+     * {@link #poll()} once discovery finds one. Frees what the offer created when the start fails.
+     */
+    protected final void start(Route r) {
+        route = r;
+        try {
+            handshake = agent.connect(peer, r, offer(r));
+        } catch (RuntimeException e) {
+            freeUnowned();
+            throw e;
+        }
+        log.info("connecting to {} over {}", peer.prefixes(), route());
+    }
+
+    /** The route the handshake went over (the first link's), or null while waiting for discovery. */
+    protected final Route firstRoute() {
+        return route;
+    }
+
+    /**
+     * Advances the connect.
+     *
+     * @return the sender once connected, null while in progress
+     * @throws IllegalStateException naming the cause when the connect failed or was closed (everything it created is
+     *                               freed), on this and every later call
+     */
+    @Override
+    public final CoreSender poll() {
+        if (done) {
+            if (sender == null) {
+                throw new IllegalStateException(failure);
+            }
+            return sender;
+        }
+        try {
+            if (handshake == null && !awaitRoute()) {
+                return null;
+            }
+            switch (handshake.poll()) {
+                case IN_PROGRESS -> {
+                    return null;
+                }
+                case ACTION_REQUIRED -> {
+                    if (!confirmed) {
+                        sender = build(handshake.peerPayload());
+                        if (sender != null) {
+                            confirmed = true;
+                            handshake.confirm();
+                        }
+                    }
+                    return null;
+                }
+                case COMPLETE -> {
+                    return connected();
+                }
+                default -> throw new IllegalStateException("connecting to " + route.peer().prefix() + " over "
+                        + route.local().prefix() + " failed: " + handshake.failure());
+            }
+        } catch (IOException | RuntimeException e) {
+            throw fail(e);
+        }
+    }
+
+    private CoreSender connected() {
+        done = true;
+        ended();
+        if (!adopt(sender)) {
+            throw new IllegalStateException("connecting to " + route.peer().prefix() + " failed: the provider was "
+                    + "closed meanwhile (Fabric.close())");
+        }
+        agent.liveness().watch(handshake.connectionId(), true, route.neighbour(), handshake.peerLivenessPort(),
+                route.local().prefix().address(), sender.fate(),
+                route.isRelayed() ? route.peer().prefix().address().getHostAddress() : null);
+        log.info("connected to {} over {}", peer.prefixes(), route());
+        return sender;
+    }
+
+    /** True once a route is known and the handshake started; throws when none came within the timeout. */
+    private boolean awaitRoute() {
+        Route r = relayedRoute();
+        if (r == null) {
+            if (System.nanoTime() - routeDeadlineNanos < 0) {
+                return false;
+            }
+            throw new IllegalStateException("connecting to " + peer.prefixes() + " failed: no route within the "
+                    + "handshake timeout; " + noRouteReason());
+        }
+        start(r);
+        return true;
+    }
+
+    private IllegalStateException fail(Exception e) {
+        String why = e instanceof IOException io ? ioFailure(io) : String.valueOf(e.getMessage());
+        failure = e instanceof IllegalStateException || e instanceof IOException || route == null ? why
+                : "connecting to " + route.peer().prefix() + " failed: " + why;
+        if (handshake != null) {
+            handshake.abort(failure);
+        }
+        discard();
+        return e instanceof IllegalStateException ise ? ise : new IllegalStateException(failure, e);
+    }
+
+    /** Abandons a connect that has not completed; a completed one is owned by its sender. */
+    @Override
+    public final void close() {
+        if (!done) {
+            failure = "the connect to " + peer.prefixes() + " was closed before it completed (Connector.close())";
+            if (handshake != null) {
+                handshake.close();
+            }
+            discard();
+        }
+    }
+
+    private void discard() {
+        boolean wasDone = done;
+        done = true;
+        if (sender != null) {
+            CoreSender s = sender;
+            sender = null;
+            s.close();
+        } else {
+            freeUnowned();
+        }
+        if (!wasDone) {
+            ended();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return getClass().getSimpleName() + "[" + route() + "]";
+    }
+}
