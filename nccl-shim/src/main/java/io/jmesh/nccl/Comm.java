@@ -11,6 +11,8 @@ abstract sealed class Comm permits SendComm, RecvComm {
     final int dev;
     /** Error results already logged: the first failure of a connection is logged, repeats are not. */
     boolean failureLogged;
+    /** Step timings (JMESH_NCCL_TRACE=1), else null. */
+    final StepTrace trace = StepTrace.forComm();
 
     Comm(int dev) {
         this.dev = dev;

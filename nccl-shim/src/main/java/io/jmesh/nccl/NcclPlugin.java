@@ -40,6 +40,7 @@ public final class NcclPlugin {
     private static final Logger LOG = LogManager.getLogger(NcclPlugin.class);
 
     private final Context context;
+    private NcclTuning tuning = new NcclTuning(0, 0);
     private final Arena strings = Arena.ofShared();
     private Fabric fabric;
     private List<NcclDevice> devices = List.of();
@@ -82,6 +83,7 @@ public final class NcclPlugin {
     public synchronized int init(long ctxOut, long commId, int trafficClass, int apiVersion) {
         try {
             if (fabric == null) {
+                tuning = NcclTuning.from(System.getenv());
                 fabric = openFabric(context);
                 if (context.eagerThreshold() > 0 && gpuCapable()) { // the CPU cannot copy into GPU receives
                     LOG.info(NcclLogAppender.INIT, "jmesh: GPU memory can be registered: JMESH_EAGER_THRESHOLD=0");
@@ -96,8 +98,9 @@ public final class NcclPlugin {
                     deviceNames[i] = strings.allocateFrom(d.name());
                     devicePciPaths[i] = d.pciPath() == null ? MemorySegment.NULL : strings.allocateFrom(d.pciPath());
                 }
-                LOG.info(NcclLogAppender.INIT, "jmesh NCCL plugin v{} API: {} provider, {} device(s): {}", apiVersion,
-                        fabric.provider(), devices.size(), devices);
+                LOG.info(NcclLogAppender.INIT, "jmesh NCCL plugin v{} API: {} provider, {} device(s): {}; NCCL is told "
+                        + "{} Mb/s and {} us", apiVersion, fabric.provider(), devices.size(), devices,
+                        tuning.speedFor(devices.getFirst().speedMbps()), tuning.latencyUs());
             }
             contexts++;
             long ctx = nextContext++;
@@ -129,7 +132,7 @@ public final class NcclPlugin {
                 return Nccl.INVALID_ARGUMENT;
             }
             NcclDevice d = ds.get(dev);
-            NcclProperties.write(props, dev, d, deviceNames[dev], devicePciPaths[dev], gpuCapable(d));
+            NcclProperties.write(props, dev, d, deviceNames[dev], devicePciPaths[dev], gpuCapable(d), tuning);
             return Nccl.SUCCESS;
         } catch (Throwable t) {
             return fail("getProperties", t, Nccl.INTERNAL_ERROR);
@@ -181,6 +184,7 @@ public final class NcclPlugin {
             devices = List.of();
             CloseHelper.closeAll(NcclPlugin::closeFailed, f);
             LOG.info(NcclLogAppender.INIT, "jmesh NCCL plugin: last context finalized, transport closed");
+            StepTrace.printTotals(System.err);
         }
     }
 

@@ -16,8 +16,10 @@ final class NcclProperties {
      * @param name    the device's name as a C string NCCL may keep
      * @param pciPath its PCI path as a C string
      * @param gpu     whether the device takes GPU memory by dma-buf
+     * @param tuning  the speed and latency to report
      */
-    static void write(long props, int dev, NcclDevice d, MemorySegment name, MemorySegment pciPath, boolean gpu) {
+    static void write(long props, int dev, NcclDevice d, MemorySegment name, MemorySegment pciPath, boolean gpu,
+                      NcclTuning tuning) {
         slot(props, ShimAbi.P_NAME, name.address());
         slot(props, ShimAbi.P_PCI_PATH, pciPath.address());
         slot(props, ShimAbi.P_GUID, d.guid());
@@ -25,9 +27,9 @@ final class NcclProperties {
         slot(props, ShimAbi.P_PTR_SUPPORT, gpu ? Nccl.PTR_HOST | Nccl.PTR_CUDA | Nccl.PTR_DMABUF : Nccl.PTR_HOST);
         slot(props, ShimAbi.P_REG_IS_GLOBAL, 1);
         slot(props, ShimAbi.P_FORCE_FLUSH, 0);
-        slot(props, ShimAbi.P_SPEED, d.speedMbps() > 0 ? Math.min(Integer.MAX_VALUE, d.speedMbps()) : 10_000);
+        slot(props, ShimAbi.P_SPEED, tuning.speedFor(d.speedMbps()));
         slot(props, ShimAbi.P_PORT, d.port());
-        Mem.putDouble(props + 8L * ShimAbi.P_LATENCY, 0.0);
+        Mem.putDouble(props + 8L * ShimAbi.P_LATENCY, tuning.latencyUs());
         slot(props, ShimAbi.P_MAX_COMMS, 65_536);
         slot(props, ShimAbi.P_MAX_RECVS, Receiver.MAX_RECVS);
         slot(props, ShimAbi.P_NET_DEVICE_TYPE, 0);

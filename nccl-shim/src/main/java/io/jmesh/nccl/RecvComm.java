@@ -30,6 +30,13 @@ final class RecvComm extends Comm {
                 counts = java.util.Arrays.copyOf(counts, Math.max(id + 1, counts.length * 2));
             }
             counts[id] = n;
+            if (StepTrace.ON) {
+                long bytes = 0;
+                for (int i = 0; i < n; i++) {
+                    bytes += maxSizes[i];
+                }
+                trace.posted(id, bytes);
+            }
         }
         java.util.Arrays.fill(registrations, 0, n, null); // no stale references to closed registrations
         return id;
@@ -51,6 +58,9 @@ final class RecvComm extends Comm {
     @Override
     int test(int id, long sizesAddress) {
         int rc = receiver.test(id);
+        if (StepTrace.ON) {
+            trace.tested(id, rc == 1);
+        }
         if (rc == 1 && sizesAddress != 0) {
             int n = id < counts.length ? counts[id] : 1;
             for (int i = 0; i < n; i++) {
@@ -67,6 +77,9 @@ final class RecvComm extends Comm {
 
     @Override
     void close() {
+        if (StepTrace.ON) {
+            trace.closed(false);
+        }
         receiver.close();
     }
 }

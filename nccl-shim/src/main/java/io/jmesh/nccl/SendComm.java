@@ -13,12 +13,19 @@ final class SendComm extends Comm {
 
     /** The transport's isend: a request id, or a negative status ({@code NOT_READY}: call again). */
     int isend(MemHandle mh, long offset, long size, int tag) {
-        return sender.isend(mh.registration, offset, size, tag);
+        int id = sender.isend(mh.registration, offset, size, tag);
+        if (StepTrace.ON && id >= 0) {
+            trace.posted(id, size);
+        }
+        return id;
     }
 
     @Override
     int test(int id, long sizesAddress) {
         int rc = sender.test(id);
+        if (StepTrace.ON) {
+            trace.tested(id, rc == 1);
+        }
         if (rc == 1 && sizesAddress != 0) {
             Mem.putInt(sizesAddress, (int) sender.size(id));
         }
@@ -32,6 +39,9 @@ final class SendComm extends Comm {
 
     @Override
     void close() {
+        if (StepTrace.ON) {
+            trace.closed(true);
+        }
         sender.close();
     }
 }
