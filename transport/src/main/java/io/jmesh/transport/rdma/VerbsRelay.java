@@ -205,8 +205,7 @@ final class VerbsRelay implements AutoCloseable {
                 idle.reset();
             } else if (pipes.isEmpty()) {
                 // Nothing to relay: sleep until a pipe arrives (unparked) rather than wake thousands of times a second,
-                // which on a node with one CPU took that much latency from the node's own connections (2-3x in the
-                // testbed's A/B).
+                // which on a node with one CPU takes that CPU from the node's own connections.
                 LockSupport.parkNanos(this, IDLE_PARK_NANOS);
                 idle.reset();
             } else {
