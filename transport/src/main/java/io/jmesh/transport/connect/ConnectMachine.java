@@ -35,6 +35,7 @@ public abstract class ConnectMachine implements Connector {
 
     protected final ListenHandle peer;
     private final HandshakeAgent agent;
+    private final RelayRoutes routes;
     private final long routeDeadlineNanos;
     private Route route;
     private OutboundHandshake handshake;
@@ -44,9 +45,13 @@ public abstract class ConnectMachine implements Connector {
     /** Why the connect ended without a sender; every later poll throws it. */
     private String failure;
 
-    /** @param agent the handshake agent; its timeout also bounds the wait for a route */
-    protected ConnectMachine(HandshakeAgent agent, ListenHandle peer) {
+    /**
+     * @param agent  the handshake agent; its timeout also bounds the wait for a route
+     * @param routes where a relayed route comes from, when none was given
+     */
+    protected ConnectMachine(HandshakeAgent agent, RelayRoutes routes, ListenHandle peer) {
         this.agent = agent;
+        this.routes = routes;
         this.peer = peer;
         this.routeDeadlineNanos = System.nanoTime() + agent.settings().timeout().toNanos();
     }
@@ -70,12 +75,6 @@ public abstract class ConnectMachine implements Connector {
     /** Called once when the connect ends, connected or not (a provider stops tracking it). */
     protected void ended() {
     }
-
-    /** The route through another node to the peer, once route discovery knows one; null while it does not. */
-    protected abstract Route relayedRoute();
-
-    /** Why no route reaches the peer, for the error when none came in time. */
-    protected abstract String noRouteReason();
 
     /** The failure an I/O error of {@link #build} becomes: what could not be done, and what to check. */
     protected String ioFailure(IOException e) {
@@ -163,13 +162,13 @@ public abstract class ConnectMachine implements Connector {
 
     /** True once a route is known and the handshake started; throws when none came within the timeout. */
     private boolean awaitRoute() {
-        Route r = relayedRoute();
+        Route r = routes.relayedRoute(peer);
         if (r == null) {
             if (System.nanoTime() - routeDeadlineNanos < 0) {
                 return false;
             }
             throw new IllegalStateException("connecting to " + peer.prefixes() + " failed: no route within the "
-                    + "handshake timeout; " + noRouteReason());
+                    + "handshake timeout; " + routes.noRouteReason(peer));
         }
         start(r);
         return true;

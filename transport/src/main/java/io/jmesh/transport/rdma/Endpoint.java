@@ -165,6 +165,11 @@ final class Endpoint implements AutoCloseable {
         CloseHelper.closeAll(rails);
     }
 
+    /** Closes what a failed set-up created (null entries skipped), logging a failed close and going on. */
+    static void closeQuietly(Endpoint[] rails, org.apache.logging.log4j.Logger log) {
+        CloseHelper.closeAll(t -> log.warn("{}", t.getMessage()), rails);
+    }
+
     @Override
     public void close() {
         if (closed) {

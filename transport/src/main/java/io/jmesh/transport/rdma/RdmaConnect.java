@@ -32,7 +32,7 @@ public final class RdmaConnect extends ConnectMachine {
 
     /** A direct connect over the links that share a subnet with the peer. */
     RdmaConnect(RdmaProvider provider, ListenHandle peer, String preferredLink) throws NoRouteException {
-        super(provider.agent(), peer);
+        super(provider.agent(), provider, peer);
         this.provider = provider;
         List<Route> all = RouteSelector.select(provider.links(), peer, preferredLink);
         Route first = all.getFirst();
@@ -58,7 +58,7 @@ public final class RdmaConnect extends ConnectMachine {
      * discovery to find one, up to the handshake timeout.
      */
     RdmaConnect(RdmaProvider provider, ListenHandle peer, Route route) {
-        super(provider.agent(), peer);
+        super(provider.agent(), provider, peer);
         this.provider = provider;
         if (route != null) {
             start(route);
@@ -129,25 +129,7 @@ public final class RdmaConnect extends ConnectMachine {
     protected void freeUnowned() {
         Endpoint[] created = rails;
         rails = new Endpoint[0];
-        for (Endpoint e : created) {
-            if (e != null) {
-                try {
-                    e.close();
-                } catch (RuntimeException ex) {
-                    LOG.warn("{}", ex.getMessage());
-                }
-            }
-        }
-    }
-
-    @Override
-    protected Route relayedRoute() {
-        return provider.relayedRoute(peer);
-    }
-
-    @Override
-    protected String noRouteReason() {
-        return provider.noRouteReason(peer);
+        Endpoint.closeQuietly(created, LOG);
     }
 
     /**

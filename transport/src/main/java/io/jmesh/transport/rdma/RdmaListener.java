@@ -96,15 +96,7 @@ public final class RdmaListener extends AcceptLoop<RdmaListener.Accepted> {
             return new Accepted(in, receiver, (eager ? answer.withEager() : answer).encode(),
                     "on " + first.device() + " " + first.prefix() + (n > 1 ? ", " + n + " queue pairs" : ""));
         } catch (RuntimeException e) {
-            for (Endpoint ep : rails) {
-                if (ep != null) {
-                    try {
-                        ep.close();
-                    } catch (RuntimeException ex) {
-                        LOG.warn("{}", ex.getMessage());
-                    }
-                }
-            }
+            Endpoint.closeQuietly(rails, LOG);
             throw e;
         }
     }

@@ -11,6 +11,7 @@ import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.handshake.HandshakeSettings;
 import io.jmesh.api.ListenHandle;
 import io.jmesh.api.LocalLink;
+import io.jmesh.transport.connect.RelayRoutes;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
 import io.jmesh.transport.route.RelayPolicy;
@@ -53,7 +54,7 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  * }
  * }</pre>
  */
-public final class RdmaProvider implements io.jmesh.api.spi.Provider {
+public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoutes {
     private static final Logger LOG = LogManager.getLogger(RdmaProvider.class);
     /** Registrations cover whole pages of this size. */
     private static final long PAGE = 4096;
@@ -464,12 +465,14 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     }
 
     /** The route to {@code peer} through a relay node, or null. */
-    Route relayedRoute(ListenHandle peer) {
+    @Override
+    public Route relayedRoute(ListenHandle peer) {
         return routes == null ? null : routes.relayedRoute(peer);
     }
 
     /** Why no route reaches {@code peer}: this node's links and what its routing table knows. */
-    String noRouteReason(io.jmesh.api.ListenHandle peer) {
+    @Override
+    public String noRouteReason(io.jmesh.api.ListenHandle peer) {
         return "this node's links " + links.stream().map(LocalLink::prefix).toList() + ", peer " + peer.prefixes()
                 + "; " + (routes == null ? "no route discovery" : routes.describe())
                 + " (is every node of the path running jmesh with the same JMESH_ROUTE_PORT?)";

@@ -40,7 +40,7 @@ public final class TcpConnect extends ConnectMachine {
 
     /** @param route the route, or null to wait for route discovery to find one */
     TcpConnect(TcpProvider provider, ListenHandle peer, Route route) {
-        super(provider.agent(), peer);
+        super(provider.agent(), provider, peer);
         this.provider = provider;
         this.requested = provider.sockets();
         if (route != null) {
@@ -100,16 +100,6 @@ public final class TcpConnect extends ConnectMachine {
     @Override
     protected void ended() {
         provider.release(this);
-    }
-
-    @Override
-    protected Route relayedRoute() {
-        return provider.relayedRoute(peer);
-    }
-
-    @Override
-    protected String noRouteReason() {
-        return provider.noRouteReason(peer);
     }
 
     @Override

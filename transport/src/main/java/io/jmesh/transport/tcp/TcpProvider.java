@@ -9,6 +9,7 @@ import io.jmesh.transport.handshake.HandshakeSettings;
 import io.jmesh.api.ListenHandle;
 import io.jmesh.api.LocalLink;
 import io.jmesh.api.NoRouteException;
+import io.jmesh.transport.connect.RelayRoutes;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
 import io.jmesh.transport.route.MeshKey;
@@ -46,7 +47,7 @@ import java.util.Set;
  * that are still open, in that order, and then its handshake agent (the thread that runs its handshakes with the
  * context's timeout and limit). Registrations stay the caller's.
  */
-public final class TcpProvider implements Provider {
+public final class TcpProvider implements Provider, RelayRoutes {
     private static final Logger LOG = LogManager.getLogger(TcpProvider.class);
 
     private final List<LocalLink> links;
@@ -221,12 +222,14 @@ public final class TcpProvider implements Provider {
     }
 
     /** The route to {@code peer} through other nodes, or null (see {@link RouteService#relayedRoute}). */
-    Route relayedRoute(ListenHandle peer) {
+    @Override
+    public Route relayedRoute(ListenHandle peer) {
         return routes.relayedRoute(peer);
     }
 
     /** Why no route reaches {@code peer}: this node's links and what its routing table knows. */
-    String noRouteReason(ListenHandle peer) {
+    @Override
+    public String noRouteReason(ListenHandle peer) {
         return "this node's links " + links.stream().map(LocalLink::prefix).toList() + ", peer " + peer.prefixes()
                 + "; " + routes.describe() + " (is every node of the path running jmesh with the same "
                 + "JMESH_ROUTE_PORT, and UDP allowed on the mesh links?)";
