@@ -134,19 +134,20 @@ jmesh_build_if_stale() {
     fi
 }
 
-# jmesh_jlink_runtime MODULE_PATH OUT [STRIP]: the NCCL plugin's bundled Java runtime, linked by this JDK's jlink from
-# the jmods in MODULE_PATH (another architecture's of the same feature release), or from this JDK's own run-time image
-# when MODULE_PATH is empty, into OUT, with its native libraries stripped by STRIP (default strip;
-# aarch64-linux-gnu-strip for an aarch64 runtime).
+# jmesh_jlink_runtime MODULE_PATH OUT [STRIP] [COMPRESS]: the NCCL plugin's bundled Java runtime, linked by this JDK's
+# jlink from the jmods in MODULE_PATH (another architecture's of the same feature release), or from this JDK's own
+# run-time image when MODULE_PATH is empty, into OUT, with its native libraries stripped by STRIP (default strip;
+# aarch64-linux-gnu-strip for an aarch64 runtime). COMPRESS is jlink's --compress (default zip-9; zip-0 for a
+# runtime that travels in an xz archive, which packs the uncompressed modules image smaller).
 # java.desktop: Log4j Core's LoggerContext needs java.beans; its AWT/font/image/sound libraries are left out, and so
 # is the debug information a distribution's jmods carry (*.debuginfo).
 jmesh_jlink_runtime() {
-    local modules=$1 out=$2 strip=${3:-strip} path=()
+    local modules=$1 out=$2 strip=${3:-strip} compress=${4:-zip-9} path=()
     [ -n "$modules" ] && path=(--module-path "$modules")
     rm -rf "$out"
     "$JAVA_HOME/bin/jlink" "${path[@]}" \
         --add-modules java.base,java.desktop,java.logging,java.management,java.naming,java.xml,jdk.unsupported \
-        --strip-java-debug-attributes --no-man-pages --no-header-files --compress=zip-9 \
+        --strip-java-debug-attributes --no-man-pages --no-header-files "--compress=$compress" \
         "--exclude-files=**/*.debuginfo,**/libawt*.so,**/libfontmanager.so,**/libjavajpeg.so,**/liblcms.so,**/libmlib_image.so,**/libsplashscreen.so,**/libjsound.so,**/libfreetype.so,**/libharfbuzz.so" \
         --output "$out" || return 1
     # jlink keeps the native symbol tables (and a distribution's JDK its debug info); without them libjvm.so is small
