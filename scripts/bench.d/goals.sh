@@ -33,8 +33,9 @@ guest() {
   pair() { # pair LOG perftest|jmesh ARGS...: the server on b, the client on a, on a port of its own
     local name=$1 tool=$2; shift 2; local port=$((22000 + step)) rc; step=$((step + 1))
     if [[ $TESTBED_NAME == b ]]; then
-      if [[ $tool == perftest ]]; then timeout 300 "$@" -p $port > "$out/$name-server.log" 2>&1
-      else timeout 300 "${J[@]}" "$@" -p $port --timeout 120 > "$out/$name-server.log" 2>&1; fi
+      # a step takes well under a minute: a client that died (a JVM crash under TCG) costs its server 150 s, not more
+      if [[ $tool == perftest ]]; then timeout 150 "$@" -p $port > "$out/$name-server.log" 2>&1
+      else timeout 150 "${J[@]}" "$@" -p $port --timeout 120 > "$out/$name-server.log" 2>&1; fi
     else
       if [[ $tool == perftest ]]; then testbed-retry 60 timeout --foreground 240 "$@" -p $port "$peer" > "$out/$name.log" 2>&1
       else timeout 320 "${J[@]}" "$@" -p $port --timeout 120 "$peer" > "$out/$name.log" 2>&1; fi
