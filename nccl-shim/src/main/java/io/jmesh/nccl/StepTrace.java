@@ -85,27 +85,33 @@ final class StepTrace {
         }
     }
 
-    /** Prints the totals (when tracing) and clears them. */
+    /**
+     * Prints the totals (when tracing) in one write, each line naming the process (ranks share a terminal and would
+     * interleave), and clears them.
+     */
     static void printTotals(PrintStream out) {
         if (!ON) {
             return;
         }
-        SENDS.print(out, "isend");
-        RECEIVES.print(out, "irecv");
+        StringBuilder b = new StringBuilder();
+        String who = "jmesh trace [pid " + ProcessHandle.current().pid() + "] ";
+        SENDS.report(b, who + "isend");
+        RECEIVES.report(b, who + "irecv");
+        out.print(b);
+        out.flush();
     }
 
-    private synchronized void print(PrintStream out, String what) {
-        out.printf(Locale.ROOT, "jmesh trace: %s: size class, requests, post to done median/p90 us, test() calls per "
-                + "request; done to next post median/p90 us%n", what);
+    synchronized void report(StringBuilder b, String what) {
+        b.append(what).append(": size class, requests, post to done median/p90 us, test() calls per request\n");
         for (int c = 0; c < CLASSES; c++) {
             if (count[c] > 0) {
-                out.printf(Locale.ROOT, "jmesh trace: %s <=%s: %d, %.1f/%.1f us, %.1f tests%n", what, human(c),
+                b.append(String.format(Locale.ROOT, "%s <=%s: %d, %.1f/%.1f us, %.1f tests%n", what, human(c),
                         count[c], quantile(postToDone, c * BUCKETS, 0.5), quantile(postToDone, c * BUCKETS, 0.9),
-                        (double) testCalls[c] / count[c]);
+                        (double) testCalls[c] / count[c]));
             }
         }
-        out.printf(Locale.ROOT, "jmesh trace: %s: done to next post %.1f/%.1f us%n", what,
-                quantile(doneToPost, 0, 0.5), quantile(doneToPost, 0, 0.9));
+        b.append(String.format(Locale.ROOT, "%s: done to next post %.1f/%.1f us%n", what,
+                quantile(doneToPost, 0, 0.5), quantile(doneToPost, 0, 0.9)));
         java.util.Arrays.fill(count, 0);
         java.util.Arrays.fill(testCalls, 0);
         java.util.Arrays.fill(postToDone, 0);

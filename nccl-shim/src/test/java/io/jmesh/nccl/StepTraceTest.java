@@ -38,4 +38,23 @@ class StepTraceTest {
         assertTrue(p90 > 80 && p90 <= 100, "p90 " + p90);
         assertEquals(0.0, StepTrace.quantile(new long[160], 0, 0.5));
     }
+
+    @Test
+    void aRequestIsCountedInItsSizeClassWithTheTestCallsItTook() {
+        StepTrace t = new StepTrace();
+        t.posted(5, 4096);
+        t.tested(5, false);
+        t.tested(5, false);
+        t.tested(5, true);
+        t.tested(5, true);                     // a test after completion is not a second request
+        t.posted(6, 60_000);
+        t.tested(6, true);
+        StringBuilder b = new StringBuilder();
+        t.report(b, "isend");
+        String r = b.toString();
+        assertTrue(r.contains("isend <=4K: 1, ") && r.contains("us, 3.0 tests"), r);
+        assertTrue(r.contains("isend <=64K: 1, ") && r.contains("us, 1.0 tests"), r);
+        assertTrue(r.contains("isend: done to next post "), r);
+        assertEquals(4, r.split("\n").length, r);
+    }
 }
