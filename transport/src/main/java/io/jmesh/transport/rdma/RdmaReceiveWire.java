@@ -48,7 +48,12 @@ final class RdmaReceiveWire extends VerbsWire implements ReceiveWire {
     static final long FLUSH_BYTES = (long) OpWindow.SIZE * Cts.MAX_RECVS * 64;
     /** wr_id bit of clear-to-send writes, whose completions only free send-queue entries. */
     private static final long CTS_WR = 1L << 32;
-    private static final int SIGNAL_EVERY = 16;
+    /**
+     * One clear-to-send or credit write in this many is signalled, to free the send queue (256 deep) of those before
+     * it: as NCCL's IB transport does for its clear-to-sends (one slot in 32), so the receiver polls no more
+     * completions per message than there.
+     */
+    private static final int SIGNAL_EVERY = 32;
     /** Entries of small receives held back at most, far below the ring's ENTRIES, so none is overwritten unread. */
     static final int HOLD_LIMIT = 64;
 
