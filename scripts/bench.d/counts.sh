@@ -4,7 +4,8 @@
 # What one message costs the link, counted rather than timed (Soft-RoCE timings cannot decide small differences;
 # counts can), in the Soft-RoCE testbed, by hand (not part of ./test). Each case runs alone between a (client) and
 # b (server) on one link while both read rxe's counters (/sys/class/infiniband/DEV/ports/1/hw_counters) before and
-# after; the table gives, per message, the packets each end sent and received and rxe's other counters that moved.
+# after; the table gives, per message, the packets both ends sent (data, ACKs and control writes of both directions)
+# and rxe's other counters that moved.
 # Cases per size: ib_send_lat (SEND/RECV, the reference C plugin's design), ib_write_lat (RDMA WRITE), jmesh lat
 # (isend/irecv: receiver-driven, and with the eager path where the size allows it). A ping-pong of N exchanges moves
 # 2N messages (N each way), plus the warm-up's (jmesh runs with --settle 0: its JIT-settle rounds would add

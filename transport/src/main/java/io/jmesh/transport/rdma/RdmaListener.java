@@ -75,6 +75,7 @@ public final class RdmaListener extends AcceptLoop<RdmaListener.Accepted> {
             }
         }
         Endpoint[] rails = new Endpoint[n];
+        CoreReceiver receiver = null;
         try {
             List<ConnectInfo.Rail> reply = new ArrayList<>();
             boolean eager = peer.eager() && provider.eagerThreshold() > 0;  // the connector sends eagerly, we take it
@@ -85,18 +86,22 @@ public final class RdmaListener extends AcceptLoop<RdmaListener.Accepted> {
             }
             LocalLink first = links[0];
             Fate fate = new Fate();
-            provider.watchEvents(rails, fate);
             ReceiveSlot[] ring = CoreReceiver.ring();
-            CoreReceiver receiver = new CoreReceiver(fate, ring, new RdmaReceiveWire(fate, ring, rails,
+            receiver = new CoreReceiver(fate, ring, new RdmaReceiveWire(fate, ring, rails,
                     peer.controlAddress(), peer.controlRkey(),
                     () -> provider.loopback(first, RdmaReceiveWire.FLUSH_BYTES), eager ? provider.eagerThreshold() : 0),
                     provider::forget);
+            provider.watchEvents(rails, fate); // once the receiver exists: its close ends the watch
             long sizes = rails[0].control.address() + ControlRegion.SIZES_AT;
             ConnectInfo answer = new ConnectInfo(reply, sizes, rails[0].controlMr.rkey());
             return new Accepted(in, receiver, (eager ? answer.withEager() : answer).encode(),
                     "on " + first.device() + " " + first.prefix() + (n > 1 ? ", " + n + " queue pairs" : ""));
         } catch (RuntimeException e) {
-            Endpoint.closeQuietly(rails, LOG);
+            if (receiver != null) {
+                receiver.close();              // it owns the queue pairs, and its close ends the device watch
+            } else {
+                Endpoint.closeQuietly(rails, LOG);
+            }
             throw e;
         }
     }
