@@ -46,7 +46,7 @@ public final class Context {
     private int tcpSockets = 4;
     private int tcpThreads = 8;
     private boolean tcpRelaySplice = true;
-    private int tcpSpinUs = 200;
+    private int tcpSpinUs = 1000;
     private int tcpEagerThreshold = 64 << 10;
     private int tcpSocket0Max = 64 << 10;
     private long handshakeTimeoutMs = 10_000;
