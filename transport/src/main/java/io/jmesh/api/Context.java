@@ -32,6 +32,11 @@ import java.util.function.Function;
  * }</pre>
  */
 public final class Context {
+    /** The TCP helpers' polling when unset: long on a machine with cores to spare, short on a small one. */
+    static final int MANY_CPUS = 16;
+    static final int SPIN_US_MANY_CPUS = 1000;
+    static final int SPIN_US_FEW_CPUS = 200;
+
     private String provider = Providers.AUTO;
     private boolean disableRdma = false;
     private List<IpPrefix> addresses = List.of();
@@ -46,7 +51,8 @@ public final class Context {
     private int tcpSockets = 4;
     private int tcpThreads = 8;
     private boolean tcpRelaySplice = true;
-    private int tcpSpinUs = 1000;
+    /** -1: chosen by the machine's CPUs ({@link #tcpSpinUs()}). */
+    private int tcpSpinUs = -1;
     private int tcpEagerThreshold = 64 << 10;
     private int tcpSocket0Max = 64 << 10;
     private long handshakeTimeoutMs = 10_000;
@@ -220,7 +226,7 @@ public final class Context {
             case TCP_SOCKETS -> tcpSockets;
             case TCP_THREADS -> tcpThreads;
             case TCP_RELAY_SPLICE -> tcpRelaySplice ? 1 : 0;
-            case TCP_SPIN_US -> tcpSpinUs;
+            case TCP_SPIN_US -> tcpSpinUs();
             case TCP_EAGER_THRESHOLD -> tcpEagerThreshold;
             case TCP_SOCKET0_MAX -> tcpSocket0Max;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs;
@@ -247,6 +253,7 @@ public final class Context {
             case ROUTES -> routes.isEmpty() ? "none"
                     : String.join(",", routes.stream().map(StaticRoute::toString).toList());
             case MESH_KEY -> meshKey == null ? "none" : "set";
+            case TCP_SPIN_US -> tcpSpinUs >= 0 ? Integer.toString(tcpSpinUs) : "auto";
             default -> Long.toString(numeric(s));
         };
     }
@@ -456,10 +463,15 @@ public final class Context {
 
     /**
      * How long a TCP helper thread with nothing to move keeps polling before it sleeps in its selector, in
-     * microseconds (default 200).
+     * microseconds. Unset: {@value #SPIN_US_MANY_CPUS} on a machine of {@value #MANY_CPUS} CPUs or more, where the
+     * helpers have cores to poll on and a sleeping one costs a wake-up per step of a collective; {@value
+     * #SPIN_US_FEW_CPUS} on a smaller one, where polling helpers would take the CPU from the threads they serve.
      */
     public int tcpSpinUs() {
-        return tcpSpinUs;
+        if (tcpSpinUs >= 0) {
+            return tcpSpinUs;
+        }
+        return Runtime.getRuntime().availableProcessors() >= MANY_CPUS ? SPIN_US_MANY_CPUS : SPIN_US_FEW_CPUS;
     }
 
     public Context tcpSpinUs(int micros) {

@@ -7,7 +7,7 @@ import java.nio.ByteBuffer;
  * send eagerly ({@link EagerFrame}). Fixed layout, big-endian:
  * <pre>
  *  0 u32 magic     0x4A4D5443 "JMTC"
- *  4 u16 version   2 (1: before the eager path)
+ *  4 u16 version   3 (2: before small receives kept their clear-to-sends back; 1: before the eager path)
  *  6 u16 sockets   data sockets wanted, 1..16
  *  8 u32 eager     the largest message it sends eagerly, 0..{@value #MAX_EAGER} (0: none)
  * 12 u32 reserved  0
@@ -19,7 +19,7 @@ import java.nio.ByteBuffer;
  */
 record ConnectRequest(int sockets, int eager) {
     static final int MAGIC = 0x4A4D5443;
-    static final int VERSION = 2;
+    static final int VERSION = 3;
     static final int MAX_SOCKETS = 16;
     static final int MAX_EAGER = 1 << 20;
     static final int MAGIC_OFFSET = 0;

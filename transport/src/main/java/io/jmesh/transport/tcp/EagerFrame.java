@@ -3,11 +3,13 @@ package io.jmesh.transport.tcp;
 import java.nio.ByteBuffer;
 
 /**
- * The two frames of the TCP eager path ({@link io.jmesh.transport.core.Eager}), flyweights over buffers, both
+ * The three frames of the TCP eager path ({@link io.jmesh.transport.core.Eager}), flyweights over buffers, all
  * {@value #BYTES} bytes, big-endian. A RECORD carries a small message on data socket 0 with no clear-to-send round;
  * the receiver reads its payload into its own ring at the record's slot, where the core matches it exactly as a
  * record a verbs peer wrote. A CREDIT goes back on socket 0's reverse direction: the records the receiver's core
- * consumed, so their slots are free; a sender never has more than the ring's slots unconsumed.
+ * consumed, so their slots are free; a sender never has more than the ring's slots unconsumed. A FETCH goes forward:
+ * the sender needs the clear-to-sends from entry {@code from} on, which the receiver may be keeping back (those of
+ * receives small enough that any message for them comes as a record), so it writes them now.
  * <pre>
  * RECORD   0 u8  type      0x45 'E'
  *          1 u8  reserved  0     2 u16 reserved 0
@@ -22,11 +24,17 @@ import java.nio.ByteBuffer;
  *          1 u8[7] reserved 0
  *          8 u64 consumed  records consumed so far (never falls)
  *         16 u8[16] reserved 0
+ *
+ * FETCH    0 u8  type      0x46 'F'
+ *          1 u8[7] reserved 0
+ *          8 u64 from      the first clear-to-send entry the sender needs (its count of entries taken)
+ *         16 u8[16] reserved 0
  * </pre>
  */
 final class EagerFrame {
     static final byte RECORD = 0x45;
     static final byte CREDIT = 0x47;
+    static final byte FETCH = 0x46;
     static final int BYTES = 32;
     static final int TYPE_OFFSET = 0;
     static final int RESERVED_OFFSET = 1;
@@ -36,6 +44,7 @@ final class EagerFrame {
     static final int LENGTH_OFFSET = 20;
     static final int SEQ_OFFSET = 24;
     static final int CONSUMED_OFFSET = 8;
+    static final int FROM_OFFSET = 8;
 
     private EagerFrame() {
     }
@@ -56,6 +65,18 @@ final class EagerFrame {
         b.putLong(at + CONSUMED_OFFSET, consumed);
         b.putLong(at + 16, 0);
         b.putLong(at + 24, 0);
+    }
+
+    /** A fetch frame at {@code at} of {@code b} (absolute puts). */
+    static void fetch(ByteBuffer b, int at, long from) {
+        b.putLong(at, (long) FETCH << 56);
+        b.putLong(at + FROM_OFFSET, from);
+        b.putLong(at + 16, 0);
+        b.putLong(at + 24, 0);
+    }
+
+    static long from(ByteBuffer b, int at) {
+        return b.getLong(at + FROM_OFFSET);
     }
 
     static int buffer(ByteBuffer b, int at) {
@@ -109,6 +130,17 @@ final class EagerFrame {
         }
         if (position(b, at) < 0) {
             return "an eager record at stream position " + position(b, at);
+        }
+        return null;
+    }
+
+    /** What is wrong with the fetch frame at {@code at}, or null. It came from the network. */
+    static String checkFetch(ByteBuffer b, int at) {
+        if ((b.getLong(at) & 0x00ffffffffffffffL) != 0 || b.getLong(at + 16) != 0 || b.getLong(at + 24) != 0) {
+            return "a clear-to-send fetch with non-zero reserved bytes";
+        }
+        if (from(b, at) < 0) {
+            return "a clear-to-send fetch from entry " + from(b, at);
         }
         return null;
     }

@@ -1,5 +1,7 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.core.Cts;
+
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -24,13 +26,25 @@ final class TcpOpServer {
     private static final int MAX_OPS = 32;
     private static final int OPS_MASK = MAX_OPS - 1;
     private static final int WRITES_BACK = 8;
+    /**
+     * Clear-to-sends of small receives that may wait for company: a message for such a receive comes as an eager
+     * record and needs none, so they go with the next frame that must go now (a credit, a larger receive's, a
+     * reply), a fetch, or once this many wait: one write then instead of one per receive.
+     */
+    static final int LATER_LIMIT = 16;
     private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
 
     private final DataConnection conn;
     private final TcpRegistry registry;
-    /** Clear-to-sends and completions not yet written, in write mode: one clear-to-send per receive slot at most. */
-    private final ByteBuffer ctrl = ByteBuffer.allocateDirect(32 * CtsFrame.BYTES + 4 * OpFrame.BYTES
-            + EagerFrame.BYTES);
+    /**
+     * Clear-to-sends and completions not yet written, in write mode: one clear-to-send per receive slot at most, and
+     * those of receives already done that waited for company.
+     */
+    private final ByteBuffer ctrl = ByteBuffer.allocateDirect((Cts.MAX_REQUESTS + LATER_LIMIT) * CtsFrame.BYTES
+            + 4 * OpFrame.BYTES + EagerFrame.BYTES);
+    /** Clear-to-sends in ctrl that may wait, and whether anything in it must go with the next write-back. */
+    private int later;
+    private boolean now;
     /** Eager records consumed, as the core last said, and as the last credit frame queued said. */
     private long creditOwed;
     private long creditQueued;
@@ -74,16 +88,38 @@ final class TcpOpServer {
         return applied;
     }
 
-    /** Queues a clear-to-send for the next write-back. */
-    void queueCts(int seq, int n, long[] sizes, int[] tags, boolean local) {
+    /**
+     * Queues a clear-to-send for the next write-back, or, {@code mayWait}, for the next one that writes anyway.
+     * False when there is no room: a peer that reads nothing back while this end keeps posting receives.
+     */
+    boolean queueCts(int seq, int n, long[] sizes, int[] tags, boolean local, boolean mayWait) {
         int at = ctrl.position();
+        if (ctrl.remaining() < CtsFrame.BYTES) {
+            return false;
+        }
         CtsFrame.write(ctrl, at, seq, n, sizes, tags, local ? CtsFrame.LOCAL : 0);
         ctrl.position(at + CtsFrame.BYTES);
+        if (mayWait && !now) {
+            later++;
+        } else {
+            now = true;
+        }
+        return true;
+    }
+
+    /** The sender asked for the clear-to-sends it has not seen: every queued one goes with the next write-back. */
+    void fetched() {
+        now = true;
     }
 
     /** The receiver's core consumed eager records 1..{@code consumed}: a credit frame goes with the next write-back. */
     void credit(long consumed) {
         creditOwed = consumed;
+    }
+
+    /** Eager records consumed as the credit frames queued so far say (the sender has them once they are written). */
+    long credited() {
+        return creditQueued;
     }
 
     /** Records the sender may have sent: those credited so far, plus a ring of {@code slots}. */
@@ -93,7 +129,12 @@ final class TcpOpServer {
 
     /** Whether anything waits to be written back. */
     boolean owed() {
-        return replyHead != replyTail || ctrl.position() > 0 || creditOwed != creditQueued;
+        return replyHead != replyTail || ctrlDue() || creditOwed != creditQueued;
+    }
+
+    /** Whether ctrl's frames go with this write-back: one must, or too many wait. */
+    private boolean ctrlDue() {
+        return ctrl.position() > 0 && (now || later >= LATER_LIMIT);
     }
 
     /**
@@ -239,14 +280,18 @@ final class TcpOpServer {
                     EagerFrame.credit(ctrl, ctrl.position(), creditOwed);
                     ctrl.position(ctrl.position() + EagerFrame.BYTES);
                     creditQueued = creditOwed;
+                    now = true;
                 }
-                if (ctrl.position() > 0) {
+                if (ctrlDue()) {
                     ctrl.flip();
                     ch.write(ctrl);
                     ctrl.compact();
                     if (ctrl.position() > 0) {
+                        now = true;                // a frame begun must be finished before anything else goes
                         return true;
                     }
+                    now = false;
+                    later = 0;
                 }
             } catch (IOException e) {
                 ctrl.clear();
@@ -284,6 +329,7 @@ final class TcpOpServer {
         int at = ctrl.position();
         OpFrame.done(ctrl, at, replyOp[k], replyStatus[k], replyDetail[k]);
         ctrl.position(at + OpFrame.BYTES);
+        now = true;
         if (replyRead[k]) {
             pendingReads--;
         }

@@ -31,7 +31,12 @@ import java.util.function.Consumer;
  * <p>With an eager ring (agreed in the handshake), socket 0 also brings {@link EagerFrame} records: each payload is
  * read into the record's slot of the ring, its header written last, and the core takes it from there as it takes a
  * record a verbs peer wrote; the core's consumed count goes back as credit frames. A buffer completes on its own
- * ({@link ReceiveSlot#land}): the chunks of one receive may overtake the records of the same receive.
+ * ({@link ReceiveSlot#land}): the chunks of one receive may overtake the records of the same receive. The
+ * clear-to-send of a receive that a record can fill with the credits the sender holds (one buffer within the
+ * ring's payload, not in a batch) is not written at once: it goes with the next write this end makes anyway (the
+ * next credit frame, a larger receive's, {@link TcpOpServer#LATER_LIMIT} of them), or when the sender fetches it
+ * ({@link EagerFrame#FETCH}: a message it cannot send eagerly), as a verbs receiver keeps such entries back. So a
+ * stream of small messages costs this end one write per credit frame, not one per receive.
  *
  * <p>Progress: write what is owed on socket 0, then at most {@value #READS_PER_SOCKET} non-blocking reads of it, then
  * the lanes' events. When the peer closes, data already on the way is still taken: the connection fails once every
@@ -72,6 +77,9 @@ final class TcpReceiveWire implements ReceiveWire {
     private final MemorySegment ring;
     private final ByteBuffer[] ringPayload;
     private long records;
+    /** Clear-to-send entries queued so far (one per buffer), and the first the sender fetched: none from it on waits. */
+    private long entries;
+    private long fetchedFrom = -1;
     private long recordPosition;
     private int recordTag;
     private int recordBuffer;
@@ -163,7 +171,16 @@ final class TcpReceiveWire implements ReceiveWire {
                 local |= !((TcpRegistration) slot.registration[i]).shared;
             }
         }
-        server.queueCts((int) slot.seq, slot.nreqs, slot.maxSize, slot.tag, local);
+        // kept back only where the sender can fill the receive eagerly with the credits it already holds: then a
+        // sender whose peer stops polling after posting never needs the clear-to-send (it needs it only to report
+        // a larger message TRUNCATED, which it fetches)
+        boolean mayWait = eager != null && !hold && slot.nreqs == 1 && slot.maxSize[0] <= eager.maxPayload
+                && entries > fetchedFrom && entries + 1 <= server.credited() + eager.slots;
+        entries += slot.nreqs;
+        if (!server.queueCts((int) slot.seq, slot.nreqs, slot.maxSize, slot.tag, local, mayWait)) {
+            conn.fail("no room for another clear-to-send to " + conn.peer + ": the peer reads nothing back from "
+                    + "this connection; check that its application still polls it");
+        }
         progress();                                // a failure shows in test, as for a receive posted earlier
         return 0;
     }
@@ -294,6 +311,17 @@ final class TcpReceiveWire implements ReceiveWire {
         byte type = header.get(0);
         if (type == EagerFrame.RECORD && eager != null) {
             return beginRecord();
+        }
+        if (type == EagerFrame.FETCH && eager != null) {
+            String bad = EagerFrame.checkFetch(header, 0);
+            if (bad != null) {
+                conn.violation(bad);
+                return false;
+            }
+            fetchedFrom = Math.max(fetchedFrom, EagerFrame.from(header, 0));
+            server.fetched();
+            header.clear();
+            return true;
         }
         if (type != OpFrame.WRITE && type != OpFrame.READ) {
             return beginChunk();

@@ -85,9 +85,12 @@ final class TcpSendWire implements SendWire {
     private final OpOutbox ops;
     /** The small messages that go eagerly, or null (the listener keeps no ring for this connection). */
     private final EagerOutbox eager;
-    /** Whether socket 0 is writing an operation's frame, or an eager record. */
+    /** Whether socket 0 is writing an operation's or a fetch frame, or an eager record. */
     private boolean socketOp;
     private boolean socketEager;
+    /** The clear-to-send entry last fetched ({@link EagerFrame#FETCH}), and whether that fetch is still to go. */
+    private long fetchedFrom = -1;
+    private boolean fetchDue;
 
     // completion order: issue numbers 1, 2, ...; every request up to completedThrough has finished
     private final boolean[] finished = new boolean[ORDER];
@@ -410,7 +413,8 @@ final class TcpSendWire implements SendWire {
     private void transmitSmall() {
         SocketChannel ch = sockets[0];
         for (int w = 0; w < WRITES_PER_SOCKET; w++) {
-            if (socketMessage0 < 0 && !socketOp && !socketEager && !assignOp() && !assignEager() && !assign()) {
+            if (socketMessage0 < 0 && !socketOp && !socketEager && !assignOp() && !assignFetch() && !assignEager()
+                    && !assign()) {
                 break;
             }
             ByteBuffer data = payload0;
@@ -493,6 +497,32 @@ final class TcpSendWire implements SendWire {
         }
         payload0 = payload;
         socketOp = true;
+        return true;
+    }
+
+    /**
+     * The core needs the clear-to-sends from entry {@code from} on: the receiver keeps those of small receives back
+     * until it writes anyway, so a message that cannot go eagerly asks for them, once per entry it waits for.
+     */
+    @Override
+    public void fetch(long from) {
+        if (eager != null && from > fetchedFrom) {
+            fetchedFrom = from;
+            fetchDue = true;
+            transmitSmall();
+        }
+    }
+
+    /** Gives socket 0 the fetch frame that is due; false when there is none. */
+    private boolean assignFetch() {
+        if (!fetchDue) {
+            return false;
+        }
+        fetchDue = false;
+        header0.clear();
+        EagerFrame.fetch(header0, 0, fetchedFrom);
+        payload0 = EMPTY;
+        socketOp = true;                           // a frame with nothing to complete, as an operation's last
         return true;
     }
 

@@ -178,6 +178,53 @@ public abstract class EagerContract extends ContractFixture {
     }
 
     /**
+     * The same with receives of one buffer each, posted one at a time, more of them than an eager ring holds and not
+     * a multiple of it: a provider may keep such a receive's clear-to-send back (any message for it can come as a
+     * record), but never one the sender would need before the receiver's application polls again.
+     */
+    @Test
+    void smallSendsIntoSingleBufferReceivesNeedNoPollingAtTheReceiver() {
+        int receives = 21;
+        long slot = 512;
+        int[] recvs = new int[receives];
+        for (int j = 0; j < receives; j++) {
+            recvs[j] = recv(j * slot, slot, 40 + j);
+        }
+        int[] sends = new int[receives];
+        for (int k = 0; k < receives; k++) {
+            fill(src, k * slot, 1 + 23 * k, 4000 + k);
+            sends[k] = send(k * slot, 1 + 23 * k, 40 + k);
+        }
+        complete(sends, recvs);
+        for (int k = 0; k < receives; k++) {
+            assertEquals(1 + 23 * k, receiver.size(recvs[k], 0), "message " + k);
+            assertSameBytes(src, k * slot, dst, k * slot, 1 + 23 * k, "message " + k);
+        }
+    }
+
+    /**
+     * A message too large to go eagerly, for a receive only a small one fits: whether or not the receiver kept that
+     * receive's clear-to-send back, the sender learns the buffer and answers TRUNCATED at isend, while the receiver
+     * is polled as usual, instead of waiting for ever. The receive then takes a message that fits.
+     */
+    @Test
+    void aLargeMessageForASmallReceiveIsReportedTruncated() {
+        int r = recv(0, 1000, 21);
+        fill(src, 0, LARGE, 8);
+        int[] s = new int[1];
+        await("isend of a large message into a small buffer (no answer)", () -> {
+            assertEquals(0, receiver.test(r), "the receive, before any message: " + receiver.error());
+            s[0] = sender.isend(srcReg, 0, LARGE, 21);
+            return s[0] != Status.NOT_READY;
+        });
+        assertEquals(Status.TRUNCATED, s[0], "isend of " + LARGE + " bytes into a buffer of 1000: "
+                + Status.describe(s[0]) + " " + sender.error());
+        int ok = send(0, 1000, 21);
+        complete(new int[] {ok}, new int[] {r});
+        assertSameBytes(src, 0, dst, 0, 1000, "the message that fits");
+    }
+
+    /**
      * A small message larger than its buffer: a provider that knew the buffer answers TRUNCATED at isend (nothing
      * was sent); one that sent it eagerly fills the buffer and the receive reports TRUNCATED with the real size. The
      * connection goes on either way.
