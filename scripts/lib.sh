@@ -90,14 +90,27 @@ jmesh_mvn() {
 
 # For a benchmark run in the testbed: builds the benchmarks and copies them to target/bench-runs/<stamp>-NAME-classpath,
 # which the guests run (a rebuild during a long run cannot change them under it). Sets stamp and exports JMESH_CP.
+# With JMESH_BENCH_PREBUILT=1 (testbed/device-run sets it: a machine without Maven) it copies the jars already there.
 jmesh_bench_snapshot() {
-    jmesh_say "building (mvn package) ..."
-    jmesh_mvn -o package -pl benchmarks -am -DskipTests || jmesh_die "the build failed"
+    if [ "${JMESH_BENCH_PREBUILT:-}" = 1 ]; then
+        [ -f "$JMESH_ROOT/benchmarks/target/jmesh-benchmarks.jar" ] \
+            || jmesh_die "JMESH_BENCH_PREBUILT=1 but benchmarks/target/jmesh-benchmarks.jar is missing: build it first"
+    else
+        jmesh_say "building (mvn package) ..."
+        jmesh_mvn -o package -pl benchmarks -am -DskipTests || jmesh_die "the build failed"
+    fi
     stamp=$(date +%Y%m%d-%H%M%S)
     local snap=$JMESH_ROOT/target/bench-runs/$stamp-$1-classpath
     mkdir -p "$snap" && cp "$JMESH_ROOT/benchmarks/target/jmesh-benchmarks.jar" "$snap/" \
         && cp -r "$JMESH_ROOT/benchmarks/target/lib" "$snap/" || jmesh_die "cannot copy the benchmarks to $snap"
     export JMESH_CP="$snap/jmesh-benchmarks.jar:$snap/lib/*"
+}
+
+# The Java of a benchmark's guests: with JMESH_BENCH_PREBUILT=1, JAVA_HOME's runtime as it is (testbed/device-run's
+# has no javac, and nothing is built); else a JDK 25 (jmesh_find_jdk), which the build needs.
+jmesh_bench_java() {
+    if [ "${JMESH_BENCH_PREBUILT:-}" = 1 ] && [ -x "${JAVA_HOME:-}/bin/java" ]; then return 0; fi
+    jmesh_find_jdk
 }
 
 # jmesh_testbed_link DEV, in a testbed guest: sets dev=DEV, gidx (DEV's GID index, the -x of perftest and jmesh) and

@@ -10,7 +10,9 @@
 #
 # Uses benchmarks/target/jmesh-benchmarks.jar as it is (build it first; testbed/device-run brings the pack's). On a
 # machine without the testbed: testbed/device-run --exec scripts/bench goals ... Environment: JMESH_GOALS_LAT_SIZES
-# (default 2,64,1024,4096), JMESH_GOALS_BW_SIZES (65536,1048576,4194304), JMESH_GOALS_LAT_N (2000).
+# (default 2,64,1024,4096), JMESH_GOALS_BW_SIZES (65536,1048576,4194304), JMESH_GOALS_LAT_N (2000),
+# JMESH_GOALS_BW_SECONDS (unset: one `jmesh bw` per size, -n as perftest's; S: one per round and copy over every
+# size, S seconds each, so that a round starts two JVMs fewer per size: JVM starts are most of a round under TCG).
 # Writes DIR/goals.tsv (round test tool size value) and DIR/goals-summary.txt (medians, ratios, the A/A spread);
 # DIR defaults to target/bench-runs/STAMP-goals, which also holds the testbed's run folder.
 #
@@ -21,6 +23,7 @@ ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 LAT_SIZES=${JMESH_GOALS_LAT_SIZES:-2,64,1024,4096}
 BW_SIZES=${JMESH_GOALS_BW_SIZES:-65536,1048576,4194304}
 LAT_N=${JMESH_GOALS_LAT_N:-2000}
+BW_SECONDS=${JMESH_GOALS_BW_SECONDS:-}
 bw_n() { if (( $1 <= 65536 )); then echo 2000; elif (( $1 <= 1048576 )); then echo 200; else echo 50; fi; }
 
 guest() {
@@ -51,12 +54,20 @@ guest() {
         pair "r$r-lat-$t" jmesh lat -d $dev -x "$gidx" -s "$LAT_SIZES" -n "$LAT_N" --poll spin --settle 5
       fi
     done
-    for s in ${BW_SIZES//,/ }; do
+    if [[ -n $BW_SECONDS ]]; then
       for t in $order; do
-        if [[ $t == perftest ]]; then pair "r$r-bw-perftest-$s" perftest ib_write_bw -d $dev -x "$gidx" -F -s "$s" -n "$(bw_n "$s")"
-        else pair "r$r-bw-$t-$s" jmesh bw -d $dev -x "$gidx" -s "$s" -n "$(bw_n "$s")" --poll spin --settle 5; fi
+        if [[ $t == perftest ]]; then
+          for s in ${BW_SIZES//,/ }; do pair "r$r-bw-perftest-$s" perftest ib_write_bw -d $dev -x "$gidx" -F -s "$s" -n "$(bw_n "$s")"; done
+        else pair "r$r-bw-$t-all" jmesh bw -d $dev -x "$gidx" -s "$BW_SIZES" -D "$BW_SECONDS" --warmup 20 --poll spin --settle 5; fi
       done
-    done
+    else
+      for s in ${BW_SIZES//,/ }; do
+        for t in $order; do
+          if [[ $t == perftest ]]; then pair "r$r-bw-perftest-$s" perftest ib_write_bw -d $dev -x "$gidx" -F -s "$s" -n "$(bw_n "$s")"
+          else pair "r$r-bw-$t-$s" jmesh bw -d $dev -x "$gidx" -s "$s" -n "$(bw_n "$s")" --poll spin --settle 5; fi
+        done
+      done
+    fi
     echo "goals[$TESTBED_NAME]: round $r of $rounds done"
   done
   testbed-barrier goals-done 400
@@ -77,7 +88,7 @@ cd "$ROOT"
 out=${out:-$ROOT/target/bench-runs/$(date +%Y%m%d-%H%M%S)-goals}
 mkdir -p "$out"
 testbed/run --out "$out/run" -t $((rounds * 400 + 300)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_GOALS_LAT_SIZES="$LAT_SIZES" \
-    -e JMESH_GOALS_BW_SIZES="$BW_SIZES" -e JMESH_GOALS_LAT_N="$LAT_N" "$@" pair -- bash "$ROOT/scripts/bench.d/goals.sh" --guest "$rounds"
+    -e JMESH_GOALS_BW_SIZES="$BW_SIZES" -e JMESH_GOALS_LAT_N="$LAT_N" -e JMESH_GOALS_BW_SECONDS="$BW_SECONDS" "$@" pair -- bash "$ROOT/scripts/bench.d/goals.sh" --guest "$rounds"
 rc=$?
 # the client's logs: a latency row has 9 columns (t_typical is the 5th), a bandwidth row 5 (BW average the 4th)
 for f in "$out"/run/a/out/goals/r*.log; do
