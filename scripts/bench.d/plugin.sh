@@ -13,7 +13,8 @@
 # announced on its own as NCCL posts them; plugin-b runs the plugin once more, the same layout, so that plugin-b/plugin
 # shows what the testbed can resolve: an A/A pair) and JMESH_BENCH_PARTS (default "bw lat jmh") narrow a run;
 # JMESH_BENCH_BW_SIZES (default 65536,262144,1048576; the driver's sizes grow x4 from the first to the last),
-# JMESH_BENCH_BW_N (messages per size, default 128), JMESH_BENCH_LAT_WARM (the driver's --warm-seconds, default 60)
+# JMESH_BENCH_BW_N (messages per size, default 128), JMESH_BENCH_BW_WARMUP (unmeasured messages at the first size,
+# default 4096), JMESH_BENCH_LAT_WARM (the driver's --warm-seconds, default 60)
 # and JMESH_BENCH_SETTLE (default 120) size it; JMESH_BENCH_TESTBED_OPTS adds testbed/run options (--cpus 2, say);
 # JMESH_EAGER_THRESHOLD, where set, is passed to every jmesh run. With JMESH_BENCH_PREBUILT=1 (testbed/device-run)
 # nothing is built: the layout in nccl-shim/target/nccl-plugin is run as it is.
@@ -66,7 +67,7 @@ guest() {
   # the driver's warm-up: ~35 s at 64 KiB, as long as `jmesh bw` waits for its JIT to be quiet
   # then, as the CLI (--settle), on until neither JVM's JIT compiled for a round, at most SETTLE s
   SETTLE=${JMESH_BENCH_SETTLE:-120}
-  BW=(--oneway --window $WINDOW --group 1 --warmup 4096 --min "${BW_SIZES[0]}" --max "${BW_SIZES[-1]}" --iters $BW_N
+  BW=(--oneway --window $WINDOW --group 1 --warmup "${JMESH_BENCH_BW_WARMUP:-4096}" --min "${BW_SIZES[0]}" --max "${BW_SIZES[-1]}" --iters $BW_N
       --settle $SETTLE)
   LAT=(--calls $LAT_N --min 8 --max 8 --window 32 --warm-seconds "${JMESH_BENCH_LAT_WARM:-60}" --settle $SETTLE)
   for ((r = 1; r <= rounds; r++)); do
@@ -121,6 +122,7 @@ cp -a "$ROOT/nccl-shim/target/nccl-plugin" "$snap/" || jmesh_die "cannot copy th
 export JMESH_REF_PLUGIN= JMESH_BENCH_WAYS=${JMESH_BENCH_WAYS:-} JMESH_BENCH_PARTS=${JMESH_BENCH_PARTS:-}
 export JMESH_BENCH_BW_SIZES=${JMESH_BENCH_BW_SIZES:-65536,262144,1048576} JMESH_BENCH_BW_N=${JMESH_BENCH_BW_N:-}
 export JMESH_BENCH_LAT_WARM=${JMESH_BENCH_LAT_WARM:-} JMESH_BENCH_SETTLE=${JMESH_BENCH_SETTLE:-}
+export JMESH_BENCH_BW_WARMUP=${JMESH_BENCH_BW_WARMUP:-}
 if [[ $ref == *.so ]]; then
     [ -f "$ref" ] || jmesh_die "--ref $ref: no such file"
     cp "$ref" "$snap/" && JMESH_REF_PLUGIN=$snap/$(basename "$ref")
@@ -134,7 +136,8 @@ eager=()     # JMESH_EAGER_THRESHOLD, where set, reaches both ends of every jmes
 read -r -a topts <<< "${JMESH_BENCH_TESTBED_OPTS:-}"
 testbed/run --out "$rd" -t $((rounds * 1500 + 1200)) -e JAVA_HOME="$JAVA_HOME" -e JMESH_CP "${eager[@]}" \
     -e JMESH_PLUGIN_DIR="$snap/nccl-plugin" -e JMESH_REF_PLUGIN -e JMESH_BENCH_WAYS -e JMESH_BENCH_PARTS \
-    -e JMESH_BENCH_BW_SIZES -e JMESH_BENCH_BW_N -e JMESH_BENCH_LAT_WARM -e JMESH_BENCH_SETTLE "${topts[@]}" pair -- \
+    -e JMESH_BENCH_BW_SIZES -e JMESH_BENCH_BW_N -e JMESH_BENCH_BW_WARMUP -e JMESH_BENCH_LAT_WARM -e JMESH_BENCH_SETTLE \
+    "${topts[@]}" pair -- \
     bash "$ROOT/scripts/bench.d/plugin.sh" --guest "$rounds"
 rc=$?
 a=$rd/a/out/plugin b=$rd/b/out/plugin
