@@ -122,6 +122,16 @@ jmesh_testbed_link() {
     v=TESTBED_DEV_${dev}_PEER_IP; peer=${!v}
 }
 
+# jmesh_await_relay LOG, in a testbed guest: waits (at most 120 s) until the `jmesh relay` that writes LOG relays. A
+# relayed client started before it finds no route once its fabric stops looking (7 s), and a JVM starts slower than
+# that under TCG: on 2026-11-28 the first relayed `jmesh bw` of scripts/bench relay failed so.
+jmesh_await_relay() {
+    local i
+    for ((i = 0; i < 240; i++)); do grep -q '^jmesh relay: relaying' "$1" 2>/dev/null && return 0; sleep 0.5; done
+    echo "jmesh relay did not start within 120 s: $(tail -n 3 "$1" 2>/dev/null)" >&2
+    return 1
+}
+
 # median(s), the median of the numbers in the space-separated list s ("" for none), for the awk programs that
 # summarise a benchmark's rounds: awk "$JMESH_AWK_MEDIAN"' ... median(v[k]) ...'
 JMESH_AWK_MEDIAN='function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }

@@ -29,9 +29,11 @@ guest() {
   case $TESTBED_NAME in
     a) ip route replace 192.168.101.0/24 via 192.168.100.2; ip route replace 192.168.102.0/24 via 192.168.100.2 ;;
     b) sysctl -qw net.ipv4.ip_forward=1; ip route replace 192.168.102.0/24 via 192.168.101.3
-       "${J[@]}" relay > "$out/relay.log" 2>&1 & relay=$! ;;
+       "${J[@]}" relay > "$out/relay.log" 2>&1 & relay=$!
+       jmesh_await_relay "$out/relay.log" ;;
     c) sysctl -qw net.ipv4.ip_forward=1; ip route replace 192.168.100.0/24 via 192.168.101.2
-       "${J[@]}" relay > "$out/relay.log" 2>&1 & relay=$! ;;
+       "${J[@]}" relay > "$out/relay.log" 2>&1 & relay=$!
+       jmesh_await_relay "$out/relay.log" ;;
     d) ip route replace 192.168.100.0/24 via 192.168.102.3; ip route replace 192.168.101.0/24 via 192.168.102.3 ;;
   esac
   # started_relay LOG: waits until the relay there has opened its fabric (it answers route discovery from then on)

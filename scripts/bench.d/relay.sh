@@ -36,7 +36,8 @@ guest() {
   case $TESTBED_NAME in
     a) ip route replace 192.168.101.0/24 via 192.168.100.2 ;;
     b) sysctl -qw net.ipv4.ip_forward=1
-       "${J[@]}" relay > "$out/relay.log" 2>&1 & relay=$! ;;
+       "${J[@]}" relay > "$out/relay.log" 2>&1 & relay=$!
+       jmesh_await_relay "$out/relay.log" ;;
     c) ip route replace 192.168.100.0/24 via 192.168.101.2 ;;
   esac
   testbed-barrier relay-ready 120
