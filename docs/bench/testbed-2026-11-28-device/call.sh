@@ -3,7 +3,10 @@
 # with target/testbed-pack.tar.xz and target/device-extras.tar.xz carried: unpacks both, then runs several benchmarks
 # at once, each pinned to cores of its own (taskset) with a testbed lock of its own (TESTBED_LOCK), so that no run's
 # guests take another's cores; everything ends before SECS (default 570) from the start, and the logs go to $OUT
-# (call.log, load.txt, track-*.log, logs.tar.xz).
+# (call.log, load.txt, track-K-ITEM.log, logs-K.tar.xz: each track's run folders, packed as soon as it ends, so that
+# a call cut short still returns what finished). Give SECS below the call's real limit, which is the device time
+# left when that is less than the call's timeout: on 2026-11-28 the call was cut at 422 s, before the logs of the
+# version that packed them all at the end.
 #   bash docs/bench/testbed-2026-11-28-device/call.sh [--secs SECS] ITEM@CORES...     (e.g. plugin@0-4)
 # Items (each one command through testbed/device-run --exec; 'none' leaves its cores idle):
 #   allpairs  scripts/bench allpairs on ring:8, then mesh:5 (1 vCPU per guest)
@@ -66,14 +69,16 @@ for spec in "$@"; do
   rem=$((end - SECONDS - 15))
   log "track $k: $it on cores $cores, $rem s"
   ( export TESTBED_LOCK=/tmp/jmesh-testbed-$k.lock; t0=$SECONDS
+    mkdir -p target/bench-runs; before=$(ls target/bench-runs)
     taskset -c "$cores" timeout -k 10 "$rem" bash -c "$(declare -f item); R=$R; item $it $rem"
-    echo "call: track $k ($it) exit $? after $((SECONDS - t0)) s" ) > "$OUT/track-$k-$it.log" 2>&1 &
+    echo "call: track $k ($it) exit $? after $((SECONDS - t0)) s"
+    # this track's run folders (new since it started), without the jar snapshots and the guests' copied scripts
+    new=$(ls target/bench-runs | grep -vxF "$before" | grep -v -- '-classpath$')
+    [[ -z $new ]] || tar -C target/bench-runs -cf - --exclude='*/lib/bin' --exclude='hs_err*' $new | xz -6 -T2 \
+      > "$OUT/logs-$k.tar.xz" ) > "$OUT/track-$k-$it.log" 2>&1 &
   pids+=($!); k=$((k + 1))
 done
 for p in "${pids[@]}"; do wait "$p"; done
 kill "$sampler" 2>/dev/null
 for f in "$OUT"/track-*.log; do log "== $(basename "$f")"; tail -n 60 "$f"; done
-# the logs: the benchmarks' run folders and the testbed's, without the jar snapshots and the guests' copied scripts
-tar -C target -cf - --exclude='*-classpath' --exclude='*/lib/bin' --exclude='hs_err*' bench-runs testbed/runs 2>/dev/null \
-  | xz -6 -T0 > "$OUT/logs.tar.xz"
-log "logs: $(du -h "$OUT/logs.tar.xz" | cut -f1); done"
+log "logs: $(cd "$OUT" && du -ch logs-*.tar.xz 2>/dev/null | tail -1 | cut -f1); done"
