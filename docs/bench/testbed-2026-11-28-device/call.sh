@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the device machine (16 cores, no KVM that boots a stock kernel: TCG), in the copy of the tree that a call gets
-# with target/testbed-pack.tar.xz and target/device-extras.tar.xz carried: unpacks both, then runs several benchmarks
+# with target/testbed-pack.tar.xz and target/device-extras.tar.xz in it: unpacks both, then runs several benchmarks
 # at once, each pinned to cores of its own (taskset) with a testbed lock of its own (TESTBED_LOCK), so that no run's
 # guests take another's cores; everything ends before SECS (default 570) from the start, and the logs go to $OUT
 # (call.log, load.txt, track-K-ITEM.log, logs-K.tar.xz: each track's run folders, packed as soon as it ends, so that

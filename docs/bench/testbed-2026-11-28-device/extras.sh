@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Here, on the build machine: what call.sh needs on the device machine beside the testbed pack, packed into
 # target/device-extras.tar.xz (paths relative to the tree's root, so the device unpacks it where it runs):
-#   nccl-shim/target/nccl-plugin   the plugin's layout without a runtime and without its AOT cache (both would be
-#                                  20-50 MiB more than a call carries): call.sh points java-home at the pack's runtime
-#                                  and builds the cache for it there (scripts/nccl-aot.sh)
+#   nccl-shim/target/nccl-plugin   the plugin's layout without a runtime and without its AOT cache (54 and 24 MB:
+#                                  past 64 MiB beside the pack): call.sh points java-home at the pack's runtime and
+#                                  builds the cache for it there (scripts/nccl-aot.sh)
 #   target/ref/libnccl-net-mesh.so the reference C plugin (scripts/ref-plugin/build.sh; the device has no verbs headers)
 #   target/tests/                  transport's test classes and the jars of their class path, and JUnit's console
 #                                  launcher, for scripts/bench allpairs
