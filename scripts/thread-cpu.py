@@ -5,7 +5,7 @@
 # name with its digits folded: jmesh's helpers, NCCL's progress and socket threads, the JIT's compilers) and how long
 # it was seen. NCCL names its threads when NCCL_SET_THREAD_NAME=1.
 #   python3 scripts/thread-cpu.py > cpu.txt & pid=$!; ...benchmark...; kill $pid; wait
-import os, re, signal, sys, time, collections
+import os, re, signal, time, collections
 HZ = os.sysconf('SC_CLK_TCK')
 procs = {}   # pid -> dict(label, start, last, threads{tid:(name,cpu)})
 stop = False

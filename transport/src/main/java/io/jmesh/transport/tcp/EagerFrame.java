@@ -136,7 +136,7 @@ final class EagerFrame {
 
     /** What is wrong with the fetch frame at {@code at}, or null. It came from the network. */
     static String checkFetch(ByteBuffer b, int at) {
-        if ((b.getLong(at) & 0x00ffffffffffffffL) != 0 || b.getLong(at + 16) != 0 || b.getLong(at + 24) != 0) {
+        if (reservedSet(b, at)) {
             return "a clear-to-send fetch with non-zero reserved bytes";
         }
         if (from(b, at) < 0) {
@@ -147,7 +147,7 @@ final class EagerFrame {
 
     /** What is wrong with the credit frame at {@code at}, or null, given the records sent so far and the last credit. */
     static String checkCredit(ByteBuffer b, int at, long sent, long last) {
-        if ((b.getLong(at) & 0x00ffffffffffffffL) != 0 || b.getLong(at + 16) != 0 || b.getLong(at + 24) != 0) {
+        if (reservedSet(b, at)) {
             return "an eager credit with non-zero reserved bytes";
         }
         long consumed = consumed(b, at);
@@ -155,5 +155,10 @@ final class EagerFrame {
             return "an eager credit for " + consumed + " records (" + last + " credited before, " + sent + " sent)";
         }
         return null;
+    }
+
+    /** Whether a CREDIT or FETCH frame has a non-zero byte where only its type and one u64 may be. */
+    private static boolean reservedSet(ByteBuffer b, int at) {
+        return (b.getLong(at) & 0x00ffffffffffffffL) != 0 || b.getLong(at + 16) != 0 || b.getLong(at + 24) != 0;
     }
 }

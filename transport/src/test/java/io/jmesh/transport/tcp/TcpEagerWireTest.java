@@ -109,6 +109,44 @@ class TcpEagerWireTest {
         assertViolation("allowed by the credits", five.flip());
     }
 
+    @Test
+    void fetchFramesThatBreakTheProtocolFailTheConnection() throws Exception {
+        ByteBuffer negative = ByteBuffer.allocateDirect(EagerFrame.BYTES);
+        EagerFrame.fetch(negative, 0, -1);
+        assertViolation("fetch from entry -1", negative);
+        ByteBuffer reserved = ByteBuffer.allocateDirect(EagerFrame.BYTES);
+        EagerFrame.fetch(reserved, 0, 0);
+        reserved.put(20, (byte) 1);
+        assertViolation("fetch with non-zero reserved", reserved);
+    }
+
+    /** A small receive's clear-to-send waits (the sender can fill it eagerly); the sender's fetch brings it out. */
+    @Test
+    void aFetchBringsOutTheClearToSendOfASmallReceive() throws Exception {
+        try (Arena arena = Arena.ofConfined()) {
+            Fake f = receiver();
+            f.peer.configureBlocking(false);
+            int req = post(f.receiver, arena.allocate(64));
+            ByteBuffer back = ByteBuffer.allocateDirect(4096);
+            f.receiver.poll();
+            assertEquals(0, f.peer.read(back), "a small receive's clear-to-send waits");
+            ByteBuffer fetch = ByteBuffer.allocateDirect(EagerFrame.BYTES);
+            EagerFrame.fetch(fetch, 0, 0);
+            write(f.peer, fetch);
+            await("the clear-to-send after the fetch", () -> {
+                f.receiver.poll();
+                try {
+                    f.peer.read(back);
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+                return back.position() >= CtsFrame.BYTES;
+            });
+            assertEquals(1, CtsFrame.seq(back, 0), "the clear-to-send of receive 1");
+            assertEquals(0, f.receiver.test(req), "the receive still waits for its message");
+        }
+    }
+
     private void assertViolation(String what, ByteBuffer frames) throws Exception {
         try (Arena arena = Arena.ofConfined()) {
             Fake f = receiver();
