@@ -171,9 +171,10 @@ class ProgressTest {
 
     @Test
     void thePeerClosingFailsPendingFuturesWithTheConnectionsError() throws Exception {
-        Registration ro = a.register(arena.allocate(4096));
+        Registration ro = a.register(arena.allocate(256 * 1024));
         try (Progress p = Progress.start()) {
-            CompletableFuture<Long> waiting = p.send(sender, ro, 0, 100, 3); // never posted by the receiver
+            // never posted by the receiver; above the eager threshold, so it cannot complete before the close
+            CompletableFuture<Long> waiting = p.send(sender, ro, 0, 128 * 1024, 3);
             receiver.close();
             ExecutionException e = assertThrows(ExecutionException.class, () -> get(waiting));
             TransferException t = assertInstanceOf(TransferException.class, e.getCause());
@@ -186,11 +187,13 @@ class ProgressTest {
     @Test
     void closingTheAgentFailsWhatIsPending() throws Exception {
         Registration ri = b.register(arena.allocate(4096));
-        Registration ro = a.register(arena.allocate(4096));
+        Registration ro = a.register(arena.allocate(256 * 1024));
         Progress p = Progress.start("test-agent");
         CompletableFuture<long[]> never = p.recv(receiver, 1, new Registration[] {ri}, new long[] {0},
                 new long[] {4096}, new int[] {9});
-        CompletableFuture<Long> blocked = p.send(sender, ro, 0, 10, 8); // no receive with tag 8
+        // no receive with tag 8. Above the eager threshold, so it waits for one: a small send would go eagerly
+        // before the receive's clear-to-send arrives and fail the connection at the mismatch, not stay pending
+        CompletableFuture<Long> blocked = p.send(sender, ro, 0, 128 * 1024, 8);
         CountDownLatch callbackRan = new CountDownLatch(1);
         never.whenComplete((v, x) -> callbackRan.countDown());
         assertTrue(p.isRunning());
