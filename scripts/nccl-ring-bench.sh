@@ -7,7 +7,7 @@
 # (NCCL_HOSTID), NCCL's P2P and SHM are off. Each configuration runs every collective (scripts/nccl_ring_bench.py),
 # each element checked, busbw per size and NCCL's init time; then a soak of mixed collectives on the relayed
 # configuration with jmesh's liveness at its default. A summary table ends the run; the exit status is 1 when any
-# element was wrong, any operation failed or any rank or relay died. See docs/benchmarks-gpu.md.
+# element was wrong, any operation failed or any rank or relay died. See docs/benchmarks-gpu-relay.md.
 #   usage: scripts/nccl-ring-bench.sh [--quick]        (--quick: SIZES=1,16 ITERS=3 SOAK_S=60)
 # Environment:
 #   PLUGIN_DIR  the install layout with its runtime (scripts/nccl-runtime.sh); default nccl-shim/target/nccl-plugin

@@ -19,7 +19,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 /**
  * One of a TCP relay's splicing threads ({@value TcpRelay#THREAD_NAME}-N): it connects onwards the splices the relay
  * routed to it and moves their bytes both ways on its own selector. One thread for every relayed socket of a node
- * was far slower than the direct connections it carried (docs/benchmarks-gpu.md), so the relay spreads its splices
+ * was far slower than the direct connections it carried (docs/benchmarks-gpu-relay.md), so the relay spreads its splices
  * over several such threads, as the TCP provider spreads its bulk sockets over its helpers. Only its own thread
  * touches its splices after {@link #adopt}.
  */
