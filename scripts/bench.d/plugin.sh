@@ -11,7 +11,8 @@
 # Logs: target/bench-runs/STAMP-plugin/{a,b}/out/plugin/.
 # JMESH_BENCH_WAYS (default "api plugin plugin-noaot"; api-each adds `jmesh lat --repost each`, every receive
 # announced on its own as NCCL posts them; plugin-b runs the plugin once more, the same layout, so that plugin-b/plugin
-# shows what the testbed can resolve: an A/A pair) and JMESH_BENCH_PARTS (default "bw lat jmh") narrow a run;
+# shows what the testbed can resolve: an A/A pair; plugin-eager, latency only, runs the plugin with verbs' eager path,
+# JMESH_EAGER_THRESHOLD=4096 at both ends) and JMESH_BENCH_PARTS (default "bw lat jmh") narrow a run;
 # JMESH_BENCH_BW_SIZES (default 65536,262144,1048576; the driver's sizes grow x4 from the first to the last),
 # JMESH_BENCH_BW_N (messages per size, default 128), JMESH_BENCH_BW_WARMUP (unmeasured messages at the first size,
 # default 4096), JMESH_BENCH_LAT_WARM (the driver's --warm-seconds, default 60)
@@ -61,7 +62,7 @@ guest() {
   }
   list=$(IFS=,; echo "${BW_SIZES[*]}")
   # JMESH_BENCH_WAYS: api, api-each (lat only: `jmesh lat --repost each`, every receive announced on its own as NCCL
-  # posts them), plugin, plugin-noaot; JMESH_BENCH_PARTS: bw, lat, jmh
+  # posts them), plugin, plugin-b, plugin-eager (lat only), plugin-noaot; JMESH_BENCH_PARTS: bw, lat, jmh
   ways=${JMESH_BENCH_WAYS:-api plugin plugin-noaot}; [[ -n ${JMESH_REF_PLUGIN:-} ]] && ways="$ways ref"
   parts=" ${JMESH_BENCH_PARTS:-bw lat jmh} "
   # the driver's warm-up: ~35 s at 64 KiB, as long as `jmesh bw` waits for its JIT to be quiet
@@ -88,6 +89,7 @@ guest() {
           --repost each ;;
         plugin) driver "r$r-driver-lat" "$PLUGIN/libnccl-net-jmesh.so" "" "${LAT[@]}" ;;
         plugin-b) driver "r$r-driverb-lat" "$PLUGIN/libnccl-net-jmesh.so" "" "${LAT[@]}" ;;
+        plugin-eager) JMESH_EAGER_THRESHOLD=4096 driver "r$r-eager-lat" "$PLUGIN/libnccl-net-jmesh.so" "" "${LAT[@]}" ;;
         plugin-noaot) driver "r$r-noaot-lat" "$PLUGIN/libnccl-net-jmesh.so" -XX:AOTMode=off "${LAT[@]}" ;;
         ref) driver "r$r-ref-lat" "$JMESH_REF_PLUGIN" "" --plain "${LAT[@]}" ;;
       esac
@@ -167,7 +169,7 @@ for ((r = 1; r <= rounds; r++)); do
     [[ -f $f ]] && printf '%-6s %-10s %12s %12s %16s\n' "r$r" "$([[ $f == *each* ]] && echo "lat each" || echo "jmesh lat")" \
       "$(lat 5 "$f")" "$(lat 6 "$f")" ""
   done
-  for w in driver driverb noaot ref; do
+  for w in driver driverb eager noaot ref; do
     d=$a/r$r-$w-lat-rank0.log
     [ -f "$d" ] && printf '%-6s %-10s %12s %12s %16s %10s\n' "r$r" "$w" "$(drv typical "$d")" "$(drv average "$d")" \
       "$(drv 'nothing:' "$d")" "$(ratio "$c" "$(drv typical "$d")")"
