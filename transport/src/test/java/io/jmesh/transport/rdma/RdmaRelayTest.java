@@ -58,6 +58,8 @@ class RdmaRelayTest {
     private static final long[] GROUP = {7, (1 << 20) + 9, 0};
     private static final int[] GROUP_TAGS = {100, 101, 102};
     private static final long SLACK = 64;
+    /** Per four guests: each node relays the handshakes and traffic of more pairs as the topology grows. */
+    private static final long HANDSHAKE_MS = 30_000;
     private static final long LIVENESS_MS = 10_000;
 
     @Test
@@ -72,11 +74,14 @@ class RdmaRelayTest {
         int mine = guests.indexOf(me);
         Map<String, Long> before = RdmaTestbedSupport.rdmaResources();
 
-        // a relayed handshake waits for the far listener's accept too: 30 s, for four TCG guests on a small host
-        // liveness well below the traffic's length: relayed connections must outlive it (they used to be pinged
-        // end to end on TCP, and fail after one timeout); 10 s, since four TCG guests on a small host may stall
-        Fabric fabric = Fabric.open(new Context().provider("rdma").handshakeTimeoutMs(30_000)
-                .livenessTimeoutMs(LIVENESS_MS));
+        // a relayed handshake waits for the far listener's accept too: 30 s for four TCG guests on a small host.
+        // Liveness well below the traffic's length: relayed connections must outlive it (they used to be pinged
+        // end to end on TCP, and fail after one timeout); 10 s, since four TCG guests on a small host may stall.
+        // Both grow with the guests: on ring:8 (56 pairs at once, up to 3 relays, 8 guests on 2 cores) 30 s ran out
+        long scale = Math.max(1, (guests.size() + 3) / 4);
+        long livenessMs = LIVENESS_MS * scale;
+        Fabric fabric = Fabric.open(new Context().provider("rdma").handshakeTimeoutMs(HANDSHAKE_MS * scale)
+                .livenessTimeoutMs(livenessMs));
         List<AutoCloseable> open = new ArrayList<>();
         Arena arena = Arena.ofShared();
         boolean passed = false;
@@ -94,7 +99,7 @@ class RdmaRelayTest {
             // 1. every other node, both ways at once (all start together: a listener answers only while its node
             //    polls accept); the non-neighbours through a relay
             barrier("relay-handles");
-            PeerConnections<String> mesh = Connections.connectAll(fabric, listener, handles, STEP,
+            PeerConnections<String> mesh = Connections.connectAll(fabric, listener, handles, STEP.multipliedBy(scale),
                     IdleStrategy.controlPlane());
             open.add(mesh);
             long connected = System.nanoTime();
@@ -195,14 +200,14 @@ class RdmaRelayTest {
             System.out.println(me + ": checked " + (SIZES.length + GROUP.length) + " messages from each of " + peers
                     + " (" + peers.stream().filter(p -> !neighbours.contains(p)).toList() + " relayed)");
             long ran = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - connected);
-            if (ran < 2 * LIVENESS_MS) {
-                Thread.sleep(2 * LIVENESS_MS - ran); // the rest idle: past two timeouts in all
+            if (ran < 2 * livenessMs) {
+                Thread.sleep(2 * livenessMs - ran); // the rest idle: past two timeouts in all
             }
             for (String p : peers) {
                 assertEquals(null, mesh.sender(p).error(), me + " -> " + p + " after " + ran + " ms of traffic");
                 assertEquals(null, mesh.receiver(p).error(), p + " -> " + me + " after " + ran + " ms of traffic");
             }
-            System.out.println(me + ": traffic ran " + ran + " ms, liveness " + LIVENESS_MS + " ms; every connection "
+            System.out.println(me + ": traffic ran " + ran + " ms, liveness " + livenessMs + " ms; every connection "
                     + "up");
             // 5. a peer nobody reaches (asked last: while a connect waits for a route, this node accepts nothing)
             ListenHandle nowhere = new ListenHandle(0, 7, List.of(new ListenAddress(
