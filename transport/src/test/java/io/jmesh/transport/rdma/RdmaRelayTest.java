@@ -58,7 +58,6 @@ class RdmaRelayTest {
     private static final long[] GROUP = {7, (1 << 20) + 9, 0};
     private static final int[] GROUP_TAGS = {100, 101, 102};
     private static final long SLACK = 64;
-    /** Per four guests: each node relays the handshakes and traffic of more pairs as the topology grows. */
     private static final long HANDSHAKE_MS = 30_000;
     private static final long LIVENESS_MS = 10_000;
 
@@ -77,8 +76,8 @@ class RdmaRelayTest {
         // a relayed handshake waits for the far listener's accept too: 30 s for four TCG guests on a small host.
         // Liveness well below the traffic's length: relayed connections must outlive it (they used to be pinged
         // end to end on TCP, and fail after one timeout); 10 s, since four TCG guests on a small host may stall.
-        // Both grow with the guests: on ring:8 (56 pairs at once, up to 3 relays, 8 guests on 2 cores) 30 s ran out
-        long scale = Math.max(1, (guests.size() + 3) / 4);
+        // Both grow with the guests (RdmaTestbedSupport.crowding)
+        long scale = RdmaTestbedSupport.crowding();
         long livenessMs = LIVENESS_MS * scale;
         Fabric fabric = Fabric.open(new Context().provider("rdma").handshakeTimeoutMs(HANDSHAKE_MS * scale)
                 .livenessTimeoutMs(livenessMs));

@@ -38,6 +38,15 @@ import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
 final class RdmaTestbedSupport {
     /** Per-step deadline: generous for TCG, where a round trip takes 1-10 ms and a link carries 5-20 MB/s. */
     static final Duration STEP = Duration.ofSeconds(120);
+
+    /**
+     * How many times its usual waits a test spanning every guest gets: one for up to four guests, one more for each
+     * four beyond, since the guests share the host's cores and each node handles more peers (ring:8 and mesh:5 on 2
+     * cores: a node's application accepted its peers' handshakes after more than 30 s).
+     */
+    static long crowding() {
+        return Math.max(1, (TestbedEnv.get("TESTBED_GUESTS").trim().split("\\s+").length + 3) / 4);
+    }
     /**
      * The QP settings of the failure tests: ACK timeout exponent 18 (4.096 us * 2^18 = 1.07 s; under TCG anything
      * shorter retransmits spuriously, docs/testing.md) and 3 retries, so a dead peer shows after about 4 s.
