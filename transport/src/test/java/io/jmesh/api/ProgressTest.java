@@ -34,6 +34,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ProgressTest {
     static final long PATIENCE_S = 30;
+    /** A send this large waits for its receive's clear-to-send: it is above the fabrics' TCP eager threshold. */
+    static final int WAITING_SEND = 2 * Context.from(Map.of(), Map.of()).tcpEagerThreshold() + 1;
 
     private final List<AutoCloseable> cleanup = new ArrayList<>();
     private Arena arena;
@@ -171,10 +173,10 @@ class ProgressTest {
 
     @Test
     void thePeerClosingFailsPendingFuturesWithTheConnectionsError() throws Exception {
-        Registration ro = a.register(arena.allocate(256 * 1024));
+        Registration ro = a.register(arena.allocate(WAITING_SEND));
         try (Progress p = Progress.start()) {
             // never posted by the receiver; above the eager threshold, so it cannot complete before the close
-            CompletableFuture<Long> waiting = p.send(sender, ro, 0, 128 * 1024, 3);
+            CompletableFuture<Long> waiting = p.send(sender, ro, 0, WAITING_SEND, 3);
             receiver.close();
             ExecutionException e = assertThrows(ExecutionException.class, () -> get(waiting));
             TransferException t = assertInstanceOf(TransferException.class, e.getCause());
@@ -187,13 +189,13 @@ class ProgressTest {
     @Test
     void closingTheAgentFailsWhatIsPending() throws Exception {
         Registration ri = b.register(arena.allocate(4096));
-        Registration ro = a.register(arena.allocate(256 * 1024));
+        Registration ro = a.register(arena.allocate(WAITING_SEND));
         Progress p = Progress.start("test-agent");
         CompletableFuture<long[]> never = p.recv(receiver, 1, new Registration[] {ri}, new long[] {0},
                 new long[] {4096}, new int[] {9});
         // no receive with tag 8. Above the eager threshold, so it waits for one: a small send would go eagerly
         // before the receive's clear-to-send arrives and fail the connection at the mismatch, not stay pending
-        CompletableFuture<Long> blocked = p.send(sender, ro, 0, 128 * 1024, 8);
+        CompletableFuture<Long> blocked = p.send(sender, ro, 0, WAITING_SEND, 8);
         CountDownLatch callbackRan = new CountDownLatch(1);
         never.whenComplete((v, x) -> callbackRan.countDown());
         assertTrue(p.isRunning());
