@@ -26,6 +26,7 @@ import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.security.SecureRandom;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
 
 /**
@@ -54,6 +55,8 @@ import java.util.function.Function;
  */
 final class RelaySession {
     private static final SecureRandom RANDOM = new SecureRandom();
+    /** How often a request whose target's route was lost moments ago asks the table again (adverts come per round). */
+    private static final long ROUTE_RETRY_NANOS = 50_000_000L;
 
     private final VerbsRelay relay;
     private final Socket socket;
@@ -148,7 +151,13 @@ final class RelaySession {
                     .getHostAddress() + "; got " + from.rails().size() + " to " + from.rails().getFirst().target());
         }
         boolean fromRelay = from.relay();
-        RelayPolicy.Decision d = relay.policy().decide(target, hopsLeft, System.nanoTime());
+        RelayPolicy.Decision d;
+        while ((d = relay.policy().decide(target, hopsLeft, System.nanoTime(), deadline)).waiting()) {
+            if (!relay.running() || socket.isClosed()) {
+                throw new IOException("closed while waiting for a route to " + target + " (relay closed or evicted)");
+            }
+            LockSupport.parkNanos(this, ROUTE_RETRY_NANOS); // this session's own virtual thread
+        }
         if (d.refusal() != null) {
             throw new Rejected(d.refusal() + " (" + provider.describeRoutes() + ")");
         }

@@ -4,6 +4,7 @@ import io.jmesh.api.LocalLink;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The one policy of every relay, whatever moves its bytes (the TCP relay splices sockets, the verbs relay stores and
@@ -14,7 +15,9 @@ import java.net.InetSocketAddress;
  *   <li>What may be asked for: a target inside the mesh (a subnet of this node's links, or one its routing table
  *       reaches), never this node itself, within the hop limit.</li>
  *   <li>Where it goes ({@link #decide}): the link that reaches the target, else the table's next hop, which must run a
- *       relay; the request goes on with one hop fewer.</li>
+ *       relay; the request goes on with one hop fewer. A target the table reached moments ago ({@link
+ *       RouteTable#lost}) waits for its route to come back until the request's handshake deadline, as a connector
+ *       waits for discovery: a neighbour starved for a few probes must not fail the connections relayed past it.</li>
  *   <li>How many wait at once: a bounded set, the oldest evicted when it is full, as the handshake listener does
  *       ({@link PendingRequests}).</li>
  *   <li>What of the handshake passes on: no liveness port crosses a relay; it puts its own in every HELLO and ACCEPT
@@ -31,8 +34,15 @@ public final class RelayPolicy {
      * next relay's endpoint, to be asked with {@code hopsLeft}; or only a {@code refusal} (a reason for the log).
      */
     public record Decision(LocalLink link, InetSocketAddress next, NextHop hop, int hopsLeft, String refusal) {
+        /** No route now, but the target was reached moments ago: ask again until the deadline. */
+        static final Decision WAIT = new Decision(null, null, null, 0, null);
+
         static Decision refused(String why) {
             return new Decision(null, null, null, 0, why);
+        }
+
+        public boolean waiting() {
+            return this == WAIT;
         }
     }
 
@@ -59,15 +69,22 @@ public final class RelayPolicy {
         if (table.isOwnAddress(t)) {
             return "it names this relay itself (" + describe(target) + "): connect to it directly";
         }
-        if (!table.inMesh(t, now)) {
-            return describe(target) + " is not in the mesh: the relay forwards only to its link subnets and those "
-                    + "its routing table reaches";
+        if (!table.inMesh(t, now) && table.lost(t, now) == null) {
+            return notInMesh(target);
         }
         return null;
     }
 
-    /** Where a request for {@code target} with {@code hopsLeft} goes, or why it cannot. */
+    /** Where a request for {@code target} with {@code hopsLeft} goes, or why it cannot, with no time to wait. */
     public Decision decide(InetSocketAddress target, int hopsLeft, long now) {
+        return decide(target, hopsLeft, now, now);
+    }
+
+    /**
+     * Where a request for {@code target} with {@code hopsLeft} goes, or why it cannot; {@link Decision#WAIT} while
+     * the route to a target reached moments ago may still come back before {@code deadline} (System.nanoTime).
+     */
+    public Decision decide(InetSocketAddress target, int hopsLeft, long now, long deadline) {
         InetAddress t = target.getAddress();
         if (table.isOwnAddress(t)) {
             return Decision.refused(refusal(target, now));
@@ -78,8 +95,17 @@ public final class RelayPolicy {
         }
         NextHop hop = table.nextHop(t, now);
         if (hop == null) {
-            return Decision.refused(describe(target) + " is not in the mesh: the relay forwards only to its link "
-                    + "subnets and those its routing table reaches");
+            RouteTable.Lost lost = table.lost(t, now);
+            if (lost == null) {
+                return Decision.refused(notInMesh(target));
+            }
+            if (now - deadline < 0) {
+                return Decision.WAIT;
+            }
+            return Decision.refused("no route to " + describe(target) + " came back within the handshake timeout: "
+                    + "this relay reached " + lost.subnet() + " through " + lost.via().getHostAddress() + ", last "
+                    + "heard from " + TimeUnit.NANOSECONDS.toMillis(now - lost.seenNanos()) + " ms ago on the route "
+                    + "port (check that node, or raise JMESH_HANDSHAKE_TIMEOUT_MS on a busy mesh)");
         }
         if (hop.relayPort() == 0) {
             return Decision.refused("cannot pass it on towards " + describe(target) + ": the next node "
@@ -91,6 +117,11 @@ public final class RelayPolicy {
         }
         return new Decision(hop.local(), new InetSocketAddress(hop.neighbour(), hop.relayPort()), hop, hopsLeft - 1,
                 null);
+    }
+
+    private static String notInMesh(InetSocketAddress target) {
+        return describe(target) + " is not in the mesh: the relay forwards only to its link subnets and those its "
+                + "routing table reaches";
     }
 
     private static String describe(InetSocketAddress a) {

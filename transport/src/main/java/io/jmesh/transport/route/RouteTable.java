@@ -52,10 +52,22 @@ public final class RouteTable {
         }
     }
 
+    /**
+     * A subnet that an expired neighbour reached: it was in the mesh moments ago. A relay asked for it waits for a
+     * route to come back (a starved neighbour misses a few probes) instead of refusing on the table of one instant.
+     */
+    public record Lost(IpPrefix subnet, InetAddress via, long seenNanos) {
+    }
+
+    /** How many expiry periods a lost subnet is remembered, and at most how many are. */
+    static final int REMEMBER_EXPIRIES = 10;
+    static final int MAX_LOST = 256;
+
     private final List<LocalLink> local;
     private final List<StaticRoute> statics;
     private final long expiryNanos;
     private final Map<InetAddress, Neighbour> neighbours = new HashMap<>();
+    private final Map<IpPrefix, Lost> lost = new LinkedHashMap<>();
 
     public RouteTable(List<LocalLink> local, List<StaticRoute> statics, long expiryNanos) {
         this.local = List.copyOf(local);
@@ -206,8 +218,44 @@ public final class RouteTable {
         return neighbours.size();
     }
 
+    /**
+     * What an expired neighbour reached that contains {@code target}, seen within the memory (ten expiry periods), or
+     * null: the relay waits for such a target's route within its handshake timeout and refuses any other at once.
+     */
+    public synchronized Lost lost(InetAddress target, long now) {
+        expire(now);
+        Lost latest = null;
+        for (Lost l : lost.values()) {
+            if (l.subnet().contains(target) && (latest == null || l.seenNanos() - latest.seenNanos() > 0)) {
+                latest = l;
+            }
+        }
+        return latest;
+    }
+
     private void expire(long now) {
-        neighbours.values().removeIf(n -> now - n.seenNanos() > expiryNanos);
+        var it = neighbours.values().iterator();
+        while (it.hasNext()) {
+            Neighbour n = it.next();
+            if (now - n.seenNanos() > expiryNanos) {
+                it.remove();
+                for (Link l : n.links()) {
+                    remember(l.prefix().network(), n);
+                }
+                for (Reach r : n.reach()) {
+                    remember(r.subnet(), n);
+                }
+            }
+        }
+        lost.values().removeIf(l -> now - l.seenNanos() > REMEMBER_EXPIRIES * expiryNanos);
+    }
+
+    private void remember(IpPrefix subnet, Neighbour n) {
+        lost.remove(subnet); // re-inserted last: the map's order is the order of loss, the oldest evicted first
+        if (lost.size() >= MAX_LOST) {
+            lost.remove(lost.keySet().iterator().next());
+        }
+        lost.put(subnet, new Lost(subnet, n.address(), n.seenNanos()));
     }
 
     /** What the table knows, for error messages: each neighbour with its links and what it reaches; the static map. */

@@ -45,6 +45,11 @@ final class Splice {
     SelectionKey outKey;
     SocketChannel out;
     InetSocketAddress target;
+    /** The request's hop count, and whether a handshake follows it (else a data socket), once it is whole. */
+    int hopsLeft;
+    boolean handshake;
+    /** Held, not read, while the route to its target, lost moments ago, may come back (RelayPolicy). */
+    boolean awaitingRoute;
     /** The handshake's frames until its READY, null for a data socket (spliced as is once its target is checked). */
     SpliceGate gate;
     /** in -> out, then out -> in; both in fill mode (position = bytes waiting). */

@@ -23,7 +23,9 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -51,6 +53,8 @@ final class TcpRelay implements AutoCloseable {
     static final int MAX_SPLICES = 1024;
     private static final Logger LOG = LogManager.getLogger(TcpRelay.class);
     private static final long MAX_IDLE_MILLIS = 100;
+    /** How often held requests ask the table again (adverts come once per round). */
+    private static final long ROUTE_RETRY_MILLIS = 50;
 
     private final List<LocalLink> links;
     private final long timeoutNanos;
@@ -58,6 +62,8 @@ final class TcpRelay implements AutoCloseable {
     private final Selector selector;
     private final Map<InetAddress, ServerSocketChannel> servers = new HashMap<>();
     private final PendingRequests<Splice> pending;
+    /** Pending requests held while the route to their target, lost moments ago, may come back (the relay thread's). */
+    private final List<Splice> awaiting = new ArrayList<>();
     private final MeshKey key;
     /** Whether data sockets may go through kernel pipes (JMESH_TCP_RELAY_SPLICE). */
     private final boolean splice;
@@ -175,8 +181,9 @@ final class TcpRelay implements AutoCloseable {
 
         @Override
         public long doWork() {
+            retryAwaiting(); // first: one past its deadline is refused with the policy's reason, not as late
             expire(System.nanoTime());
-            return MAX_IDLE_MILLIS;
+            return awaiting.isEmpty() ? MAX_IDLE_MILLIS : ROUTE_RETRY_MILLIS;
         }
 
         @Override
@@ -312,42 +319,76 @@ final class TcpRelay implements AutoCloseable {
         return problem != null ? problem : policy.refusal(RelayRequest.target(r, 0), System.nanoTime());
     }
 
-    /** Decides where a complete request goes, or drops it with the reason. */
+    /** Checks a complete request, then sends it on ({@link #onward}); a bad one is dropped with the reason. */
     private void route(Splice s) throws IOException {
-        pending.remove(s);
         ByteBuffer r = s.request.flip();
         String problem = RelayRequest.problem(r, 0);
+        if (problem == null) {
+            s.target = RelayRequest.target(r, 0);
+            s.hopsLeft = RelayRequest.hopsLeft(r, 0);
+            s.handshake = SpliceGate.isHello(r, s.peekAt);
+            if (!s.handshake && !dataPortOpen(s.target, r.getInt(s.peekAt))) {
+                problem = "it is neither a jmesh handshake nor a data socket for a port that a jmesh listener at "
+                        + DataSockets.describe(s.target) + " announced through this relay (a relay forwards only "
+                        + "to jmesh listeners)";
+            }
+        }
         if (problem != null) {
+            pending.remove(s);
             drop(s, problem);
             return;
         }
-        InetSocketAddress target = RelayRequest.target(r, 0);
-        int hopsLeft = RelayRequest.hopsLeft(r, 0);
-        s.target = target;
-        boolean handshake = SpliceGate.isHello(r, s.peekAt);
-        if (!handshake && !dataPortOpen(target, r.getInt(s.peekAt))) {
-            drop(s, "it is neither a jmesh handshake nor a data socket for a port that a jmesh listener at "
-                    + DataSockets.describe(target) + " announced through this relay (a relay forwards only to "
-                    + "jmesh listeners)");
-            return;
+        onward(s);
+    }
+
+    /**
+     * Where a checked request goes: connected onwards by a worker, dropped with the policy's reason, or held (still
+     * pending, its socket unread) while its target's route may come back; false only when held.
+     */
+    private boolean onward(Splice s) throws IOException {
+        RelayPolicy.Decision d = policy.decide(s.target, s.hopsLeft, System.nanoTime(), s.deadlineNanos);
+        if (d.waiting()) {
+            if (!s.awaitingRoute) {
+                s.awaitingRoute = true;
+                s.inKey.interestOps(0);
+                awaiting.add(s);
+            }
+            return false;
         }
-        RelayPolicy.Decision d = policy.decide(target, hopsLeft, System.nanoTime());
+        pending.remove(s);
         if (d.refusal() != null) {
             drop(s, d.refusal());
-            return;
+            return true;
         }
         LocalLink via = d.link();
         InetSocketAddress next = d.next();
-        ByteBuffer preamble = d.hop() == null ? null : RelayRequest.of(target, d.hopsLeft(), key);
+        ByteBuffer preamble = d.hop() == null ? null : RelayRequest.of(s.target, d.hopsLeft(), key);
         SocketChannel onward = DataSockets.open(via.prefix().address());
-        s.connecting(onward, preamble, splice, handshake ? new SpliceGate(r.slice(s.peekAt, SpliceGate.PEEK),
-                ownPort(s.in), liveness.port(via.prefix().address())) : null);
+        s.connecting(onward, preamble, splice, s.handshake ? new SpliceGate(s.request.slice(s.peekAt,
+                SpliceGate.PEEK), ownPort(s.in), liveness.port(via.prefix().address())) : null);
         s.inKey.cancel(); // its worker's selector takes it from here
         splices.incrementAndGet();
         if (s.splicing()) {
             spliced.incrementAndGet();
         }
         workers[nextWorker++ % workers.length].adopt(s, next);
+        return true;
+    }
+
+    /** Asks again for the held requests: each goes on, or is refused once its deadline passed (or was evicted). */
+    private void retryAwaiting() {
+        for (Iterator<Splice> it = awaiting.iterator(); it.hasNext(); ) {
+            Splice s = it.next();
+            try {
+                if (s.state == Splice.State.CLOSED || onward(s)) {
+                    it.remove();
+                }
+            } catch (IOException | RuntimeException e) {
+                it.remove();
+                pending.remove(s);
+                drop(s, e.toString());
+            }
+        }
     }
 
     /** A data socket may go to a port a jmesh listener announced through this relay within the handshake timeout. */
@@ -397,6 +438,7 @@ final class TcpRelay implements AutoCloseable {
     }
 
     private void closeAll() {
+        awaiting.clear(); // every one is pending too
         for (Splice s; (s = pending.poll()) != null; ) {
             s.close();
         }

@@ -87,4 +87,85 @@ class RelayPolicyTest {
         assertEquals("c", pending.oldest());
         assertEquals(1, pending.size());
     }
+
+    @Test
+    void aTargetWhoseRouteWasLostMomentsAgoWaitsForItUntilTheDeadline() {
+        RouteTable table = table(7000);
+        RelayPolicy p = new RelayPolicy(table);
+        InetSocketAddress beyond = new InetSocketAddress(ip("10.0.4.5"), 5000);
+        long later = 2 * SECOND; // the neighbour, heard at 0, expired at 1 s: b forgot 10.0.4.0/24 for now
+        assertNull(table.nextHop(beyond.getAddress(), later));
+        assertNull(p.refusal(beyond, later), "a lost target is not refused on arrival");
+        assertTrue(p.decide(beyond, 8, later, later + SECOND).waiting(), "within the deadline it waits");
+        assertTrue(p.decide(new InetSocketAddress(ip("10.0.3.9"), 5000), 8, later, later + SECOND).waiting(),
+                "the lost neighbour's own far link too");
+
+        table.heard(ip("10.0.2.3"), 9, links(7000), reach(), later + SECOND / 2); // the neighbour is heard again
+        RelayPolicy.Decision d = p.decide(beyond, 8, later + SECOND / 2, later + SECOND);
+        assertNull(d.refusal(), d.refusal());
+        assertEquals(new InetSocketAddress(ip("10.0.2.3"), 7000), d.next());
+    }
+
+    @Test
+    void aLostRouteThatDoesNotComeBackIsRefusedAtTheDeadlineNamingTheNeighbour() {
+        RelayPolicy p = new RelayPolicy(table(7000));
+        InetSocketAddress beyond = new InetSocketAddress(ip("10.0.4.5"), 5000);
+        String why = p.decide(beyond, 8, 3 * SECOND, 3 * SECOND).refusal();
+        assertTrue(why.contains("no route to 10.0.4.5:5000 came back within the handshake timeout")
+                && why.contains("through 10.0.2.3") && why.contains("10.0.4.0/24"), why);
+        assertTrue(p.decide(beyond, 8, 3 * SECOND).refusal().contains("came back"), "no deadline: no wait");
+    }
+
+    @Test
+    void whatWasNeverInTheMeshOrLostLongAgoIsRefusedAtOnce() {
+        RouteTable table = table(7000);
+        RelayPolicy p = new RelayPolicy(table);
+        long later = 2 * SECOND;
+        InetSocketAddress stranger = new InetSocketAddress(ip("172.16.0.1"), 5000);
+        assertTrue(p.refusal(stranger, later).contains("not in the mesh"));
+        assertTrue(p.decide(stranger, 8, later, later + SECOND).refusal().contains("not in the mesh"));
+
+        long forgotten = (RouteTable.REMEMBER_EXPIRIES + 2) * SECOND; // the memory is ten expiry periods
+        InetSocketAddress beyond = new InetSocketAddress(ip("10.0.4.5"), 5000);
+        assertTrue(p.decide(beyond, 8, later, later + SECOND).waiting());
+        assertTrue(p.decide(beyond, 8, forgotten, forgotten + SECOND).refusal().contains("not in the mesh"));
+        assertTrue(p.refusal(beyond, forgotten).contains("not in the mesh"));
+    }
+
+    @Test
+    void theMemoryOfLostSubnetsIsBounded() {
+        RouteTable table = new RouteTable(List.of(ONE, TWO), List.of(), SECOND);
+        List<Reach> many = new java.util.ArrayList<>();
+        for (int i = 0; i < RouteTable.MAX_LOST + 10; i++) {
+            many.add(new Reach(IpPrefix.parse("10." + (100 + i / 250) + "." + (i % 250) + ".0/24"), 1));
+        }
+        table.heard(ip("10.0.2.3"), 9, links(7000), many, 0); // its two links are lost first, then these in order
+        long later = 2 * SECOND;
+        int remembered = 0;
+        for (Reach r : many) {
+            if (table.lost(r.subnet().address(), later) != null) {
+                remembered++;
+            }
+        }
+        assertEquals(RouteTable.MAX_LOST, remembered, "the oldest losses made room");
+        assertNull(table.lost(many.getFirst().subnet().address(), later), "the first lost is forgotten first");
+        assertEquals(ip("10.0.2.3"), table.lost(many.getLast().subnet().address(), later).via());
+    }
+
+    private static final long SECOND = 1_000_000_000L;
+
+    private static List<Link> links(int relayPort) {
+        return List.of(new Link(IpPrefix.parse("10.0.2.3/24"), relayPort), new Link(IpPrefix.parse("10.0.3.3/24"),
+                relayPort));
+    }
+
+    private static List<Reach> reach() {
+        return List.of(new Reach(IpPrefix.parse("10.0.4.0/24"), 1));
+    }
+
+    private static RouteTable table(int relayPort) {
+        RouteTable table = new RouteTable(List.of(ONE, TWO), List.of(), SECOND);
+        table.heard(ip("10.0.2.3"), 9, links(relayPort), reach(), 0);
+        return table;
+    }
 }
