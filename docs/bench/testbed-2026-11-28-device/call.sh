@@ -9,7 +9,7 @@
 # version that packed them all at the end.
 #   bash docs/bench/testbed-2026-11-28-device/call.sh [--secs SECS] ITEM@CORES...     (e.g. plugin@0-4)
 # Items (each one command through testbed/device-run --exec; 'none' leaves its cores idle):
-#   allpairs  scripts/bench allpairs on ring:8, then mesh:5 (1 vCPU per guest)
+#   allpairs  scripts/bench allpairs on ring:8, then mesh:5 (1 vCPU per guest); ALLPAIRS=TOPOLOGY runs that one alone
 #   plugin    scripts/bench plugin, 1 round: the plugin, the C plugin and the plugin again (A/A) through
 #             nccl-net-driver, 64 KiB-4 MiB bandwidth (32 messages a size) and 8 B latency, 2 vCPUs per guest
 #   relay     scripts/bench relay --aa 3, 2 rounds: relayed, direct, direct again (A/A) at 64 KiB and 4 MiB,
@@ -38,8 +38,12 @@ item() { # item NAME SECS: one benchmark, its own testbed timeouts inside SECS
     allpairs)   # ring:8 first with 3/5 of the time, mesh:5 with what is left (a new shell: SECONDS counts from 0)
       local cp a; cp=$(ls -d "$R"/target/tests/test-classes "$R"/target/tests/lib/*.jar | grep -v console-standalone | paste -sd:)
       a=(--classpath "$cp" --launcher "$R"/target/tests/lib/junit-platform-console-standalone-1.13.4.jar)
-      testbed/device-run --exec scripts/bench allpairs "${a[@]}" -t $(( t * 3 / 5 )) ring:8
-      testbed/device-run --exec scripts/bench allpairs "${a[@]}" -t $(( $2 - SECONDS - 75 )) mesh:5 ;;
+      if [[ ${ALLPAIRS:-both} == both ]]; then
+        testbed/device-run --exec scripts/bench allpairs "${a[@]}" -t $(( t * 3 / 5 )) ring:8
+        testbed/device-run --exec scripts/bench allpairs "${a[@]}" -t $(( $2 - SECONDS - 75 )) mesh:5
+      else # one topology (ALLPAIRS=ring:8, say) with all the track's time
+        testbed/device-run --exec scripts/bench allpairs "${a[@]}" -t "$t" "$ALLPAIRS"
+      fi ;;
     plugin)
       JMESH_BENCH_WAYS="plugin ref plugin-b" JMESH_BENCH_PARTS="bw lat" JMESH_BENCH_BW_SIZES=65536,4194304 \
       JMESH_BENCH_BW_N=32 JMESH_BENCH_BW_WARMUP=1024 JMESH_BENCH_LAT_WARM=10 JMESH_BENCH_SETTLE=20 \
