@@ -42,9 +42,11 @@ guest() {
   esac
   testbed-barrier relay-ready 120
   step=0
-  # duo NAME SERVER ARGS...: SERVER (b or c) serves, a connects to it; a port of its own per step
+  # duo NAME SERVER ARGS...: SERVER (b or c) serves, a connects to it; a port of its own per step. Every guest meets
+  # first: a server that started while a was still busy with an earlier step could run out its --timeout unused
   duo() {
     local name=$1 server=$2; shift 2; local port=$((22000 + step)); step=$((step + 1))
+    testbed-barrier "$name" 600
     local ip; [[ $server == b ]] && ip=192.168.100.2 || ip=192.168.101.3
     if [[ $TESTBED_NAME == "$server" ]]; then
       if [[ $server == b ]]; then
