@@ -181,8 +181,9 @@ final class TcpRelay implements AutoCloseable {
 
         @Override
         public long doWork() {
-            retryAwaiting(); // first: one past its deadline is refused with the policy's reason, not as late
-            expire(System.nanoTime());
+            long now = System.nanoTime(); // one instant for both: a held request past its deadline is refused by
+            retryAwaiting(now);           // the policy, with its reason, before expire could call it late
+            expire(now);
             return awaiting.isEmpty() ? MAX_IDLE_MILLIS : ROUTE_RETRY_MILLIS;
         }
 
@@ -338,15 +339,15 @@ final class TcpRelay implements AutoCloseable {
             drop(s, problem);
             return;
         }
-        onward(s);
+        onward(s, System.nanoTime());
     }
 
     /**
      * Where a checked request goes: connected onwards by a worker, dropped with the policy's reason, or held (still
      * pending, its socket unread) while its target's route may come back; false only when held.
      */
-    private boolean onward(Splice s) throws IOException {
-        RelayPolicy.Decision d = policy.decide(s.target, s.hopsLeft, System.nanoTime(), s.deadlineNanos);
+    private boolean onward(Splice s, long now) throws IOException {
+        RelayPolicy.Decision d = policy.decide(s.target, s.hopsLeft, now, s.deadlineNanos);
         if (d.waiting()) {
             if (!s.awaitingRoute) {
                 s.awaitingRoute = true;
@@ -376,11 +377,11 @@ final class TcpRelay implements AutoCloseable {
     }
 
     /** Asks again for the held requests: each goes on, or is refused once its deadline passed (or was evicted). */
-    private void retryAwaiting() {
+    private void retryAwaiting(long now) {
         for (Iterator<Splice> it = awaiting.iterator(); it.hasNext(); ) {
             Splice s = it.next();
             try {
-                if (s.state == Splice.State.CLOSED || onward(s)) {
+                if (s.state == Splice.State.CLOSED || onward(s, now)) {
                     it.remove();
                 }
             } catch (IOException | RuntimeException e) {
