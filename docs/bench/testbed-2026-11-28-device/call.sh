@@ -11,7 +11,12 @@
 # Items (each one command through testbed/device-run --exec; 'none' leaves its cores idle):
 #   allpairs  scripts/bench allpairs on ring:8, then mesh:5 (1 vCPU per guest); ALLPAIRS=TOPOLOGY runs that one alone
 #   plugin    scripts/bench plugin, 1 round: the plugin, the C plugin and the plugin again (A/A) through
-#             nccl-net-driver, 64 KiB-4 MiB bandwidth (32 messages a size) and 8 B latency, 2 vCPUs per guest
+#             nccl-net-driver, 64 KiB-4 MiB bandwidth (32 messages a size) and 8 B latency, 2 vCPUs per guest;
+#             PLUGIN_WAYS replaces its ways (default "plugin ref plugin-b"; plugin-eager adds verbs' eager path,
+#             latency only)
+#   GUEST_CPUS (default 2) gives the plugin's and goals' guests their vCPUs: 1 keeps them off multi-threaded TCG, where
+#   on 2026-11-28 three JVMs crashed in freshly compiled code (SIGILL, SIGSEGV) with 2; GOALS_ROUNDS (default 2);
+#   PLUGIN_PARTS (default "bw lat"); RELAY_CPUS (default 1) gives the relay's three guests their vCPUs
 #   relay     scripts/bench relay --aa 3, 2 rounds: relayed, direct, direct again (A/A) at 64 KiB and 4 MiB,
 #             1 vCPU per guest
 #   goals     scripts/bench goals, 2 rounds: jmesh lat (2 B-4 KiB) and bw (64 KiB, 1 and 4 MiB) against ib_send_lat
@@ -45,16 +50,16 @@ item() { # item NAME SECS: one benchmark, its own testbed timeouts inside SECS
         testbed/device-run --exec scripts/bench allpairs "${a[@]}" -t "$t" "$ALLPAIRS"
       fi ;;
     plugin)
-      JMESH_BENCH_WAYS="plugin ref plugin-b" JMESH_BENCH_PARTS="bw lat" JMESH_BENCH_BW_SIZES=65536,4194304 \
+      JMESH_BENCH_WAYS="${PLUGIN_WAYS:-plugin ref plugin-b}" JMESH_BENCH_PARTS="${PLUGIN_PARTS:-bw lat}" JMESH_BENCH_BW_SIZES=65536,4194304 \
       JMESH_BENCH_BW_N=32 JMESH_BENCH_BW_WARMUP=1024 JMESH_BENCH_LAT_WARM=10 JMESH_BENCH_SETTLE=20 \
-      JMESH_BENCH_TESTBED_OPTS="--cpus 2 -t $t" \
+      JMESH_BENCH_TESTBED_OPTS="--cpus ${GUEST_CPUS:-2} -t $t" \
         testbed/device-run --exec scripts/bench plugin --ref "$R"/target/ref/libnccl-net-mesh.so 1 ;;
     relay)
-      JMESH_RELAY_SIZES=65536,4194304 JMESH_BENCH_TESTBED_OPTS="--cpus 1 -t $t" \
+      JMESH_RELAY_SIZES=65536,4194304 JMESH_BENCH_TESTBED_OPTS="--cpus ${RELAY_CPUS:-1} -t $t" \
         testbed/device-run --exec scripts/bench relay --aa 3 2 ;;
     goals)
       JMESH_GOALS_BW_SECONDS=4 JMESH_GOALS_BW_SIZES=65536,1048576,4194304 \
-        testbed/device-run --exec scripts/bench goals --rounds 2 --cpus 2 -t $t ;;
+        testbed/device-run --exec scripts/bench goals --rounds ${GOALS_ROUNDS:-2} --cpus ${GUEST_CPUS:-2} -t $t ;;
     none) ;;
     *) echo "call: unknown item '$1'"; return 2 ;;
   esac
