@@ -123,8 +123,9 @@ jmesh_testbed_link() {
 }
 
 # jmesh_await_relay LOG, in a testbed guest: waits (at most 120 s) until the `jmesh relay` that writes LOG relays. A
-# relayed client started before it finds no route once its fabric stops looking (7 s), and a JVM starts slower than
-# that under TCG: on 2026-11-28 the first relayed `jmesh bw` of scripts/bench relay failed so.
+# relayed client started before it waits for the relay's route only within its handshake timeout, and a JVM under
+# TCG can take longer than that to start (on 2026-11-28, before connects waited at all once 7 s had passed, the first
+# relayed `jmesh bw` of scripts/bench relay found no route).
 jmesh_await_relay() {
     local i
     for ((i = 0; i < 240; i++)); do grep -q '^jmesh relay: relaying' "$1" 2>/dev/null && return 0; sleep 0.5; done

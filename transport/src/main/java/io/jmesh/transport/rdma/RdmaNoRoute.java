@@ -30,8 +30,7 @@ final class RdmaNoRoute {
                 + best.relays() + (best.relays() == 1 ? " relay" : " relays") + "), which offers no relay endpoint "
                 + "(is jmesh running there, with the same JMESH_ROUTE_PORT? a JMESH_ROUTES entry also needs the "
                 + "neighbour to answer route discovery)"
-                : "; no route through other nodes either: " + routes.describe()
-                + (routes.settling() ? " (route discovery is still starting: retry in a few seconds)" : "");
+                : "; no route through other nodes either: " + routes.describe();
         return new NoRouteException(direct.getMessage() + more, direct.localAddresses(), direct.peerAddresses());
     }
 }

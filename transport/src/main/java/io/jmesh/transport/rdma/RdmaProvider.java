@@ -446,10 +446,10 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
             return new RdmaConnect(this, peer, preferredLink);
         } catch (io.jmesh.api.NoRouteException e) {
             Route relayed = relayedRoute(peer);
-            if (relayed == null && (routes == null || !routes.settling())) {
+            if (relayed == null && (routes == null || !routes.mayFindRoute(peer))) {
                 throw RdmaNoRoute.explain(e, peer, routes);
             }
-            // through a relay; with none known yet while discovery settles, the connect waits for one
+            // through a relay; with none known yet while one may come, the connect waits for it
             return new RdmaConnect(this, peer, relayed);
         }
     }

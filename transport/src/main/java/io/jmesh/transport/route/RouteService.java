@@ -205,12 +205,35 @@ public final class RouteService implements AutoCloseable {
     }
 
     /**
-     * True while discovery may still be filling the table (the fast phase plus two slow rounds): a connector that
-     * finds no route yet waits for one until then instead of failing at once.
+     * True while discovery may still be filling the table (the fast phase plus two slow rounds).
      */
     public boolean settling() {
         return routePort != 0 && System.nanoTime() - startNanos
                 < TimeUnit.MILLISECONDS.toNanos(FAST_PHASE_MS + 2 * SLOW_ROUND_MS);
+    }
+
+    /**
+     * True while a route to {@code peer} may still come, so that a connector that finds none waits for one within its
+     * handshake timeout rather than failing at once: while discovery settles; while a link of this node has no live
+     * neighbour (this node's start is no measure of its neighbours': a rank that started ten seconds before the
+     * others, as NCCL's ranks may, would otherwise refuse a relayed peer before its relay has answered once); and for
+     * an address an expired neighbour reached moments ago, as a relay holds such a request. Else false: with every
+     * link's neighbour answering, a peer the table does not reach is refused at once.
+     */
+    public boolean mayFindRoute(ListenHandle peer) {
+        if (routePort == 0) {
+            return false;
+        }
+        long now = System.nanoTime();
+        if (settling() || table.unheardLink(now) != null) {
+            return true;
+        }
+        for (ListenAddress a : peer.addresses()) {
+            if (table.lost(a.prefix().address(), now) != null) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Datagrams dropped as malformed or foreign, for tests. */

@@ -212,6 +212,25 @@ public final class RouteTable {
         return linkTo(target) != null || nextHop(target, now) != null;
     }
 
+    /**
+     * A local link on which no neighbour is live: its neighbour has not started yet (the ranks of one job start
+     * seconds apart, a JVM under emulation tens of seconds) or went unheard, so what lies behind it is not known; null
+     * when every link has a live neighbour.
+     */
+    public synchronized LocalLink unheardLink(long now) {
+        expire(now);
+        for (LocalLink l : local) {
+            boolean heard = false;
+            for (Neighbour n : neighbours.values()) {
+                heard |= n.via().equals(l);
+            }
+            if (!heard) {
+                return l;
+            }
+        }
+        return null;
+    }
+
     /** Live neighbours, for tests and diagnostics. */
     public synchronized int neighbourCount(long now) {
         expire(now);

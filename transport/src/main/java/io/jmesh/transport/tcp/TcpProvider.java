@@ -204,7 +204,7 @@ public final class TcpProvider implements Provider, RelayRoutes {
             route = RouteSelector.select(links, peer, preferredLink).getFirst();
         } catch (NoRouteException direct) {
             route = relayedRoute(peer);
-            if (route == null && !routes.settling()) {
+            if (route == null && !routes.mayFindRoute(peer)) {
                 throw new NoRouteException(direct.getMessage() + "; no route through other nodes either: "
                         + noRouteReason(peer), direct.localAddresses(), direct.peerAddresses());
             }
