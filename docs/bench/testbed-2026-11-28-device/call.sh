@@ -14,8 +14,8 @@
 #             nccl-net-driver, 64 KiB-4 MiB bandwidth (32 messages a size) and 8 B latency, 2 vCPUs per guest;
 #             PLUGIN_WAYS replaces its ways (default "plugin ref plugin-b"; plugin-eager adds verbs' eager path,
 #             latency only)
-#   GUEST_CPUS (default 2) gives the plugin's and goals' guests their vCPUs: 1 keeps them off multi-threaded TCG, where
-#   on 2026-11-28 four JVMs crashed (SIGILL, SIGSEGV in freshly compiled code) with 2; GOALS_ROUNDS (default 2);
+#   GUEST_CPUS (default 2) gives the plugin's and goals' guests their vCPUs: 1 runs each guest on one TCG thread;
+#   on 2026-11-28 four JVMs crashed (SIGILL, SIGSEGV in freshly compiled code) with 2, none with 1; GOALS_ROUNDS (default 2);
 #   PLUGIN_PARTS (default "bw lat"); RELAY_CPUS (default 1) gives the relay's three guests their vCPUs
 #   relay     scripts/bench relay --aa 3, 2 rounds: relayed, direct, direct again (A/A) at 64 KiB and 4 MiB,
 #             1 vCPU per guest

@@ -294,6 +294,11 @@ public final class RouteTable {
         if (!statics.isEmpty()) {
             sb.add("static map " + statics);
         }
+        for (LocalLink l : local) {
+            if (neighbours.values().stream().noneMatch(n -> n.via().equals(l))) {
+                sb.add("no neighbour answers on link " + l.prefix() + " (what lies behind it is unknown)");
+            }
+        }
         return sb.toString();
     }
 }

@@ -10,6 +10,7 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Which of a node's links has no live neighbour: what a connector that finds no route yet may still wait for. */
 class RouteTableTest {
@@ -35,6 +36,9 @@ class RouteTableTest {
         assertSame(ONE, t.unheardLink(0), "nothing heard yet");
         hear(t, "10.0.1.1", 0);
         assertSame(TWO, t.unheardLink(0), "the first link has its neighbour, the second none");
+        String told = t.describe(0);
+        assertTrue(told.contains("no neighbour answers on link 10.0.2.2/24")
+                && !told.contains("no neighbour answers on link 10.0.1.2/24"), told);
         hear(t, "10.0.2.3", 0);
         assertNull(t.unheardLink(0), "a neighbour on every link");
         hear(t, "10.0.1.1", EXPIRY);
