@@ -229,7 +229,7 @@ public final class CoreReceiver implements Receiver {
             }
             progress();
             if (!slot.done) {
-                return fate.failed() ? Status.FAILED : 0;
+                return fate.inFlight();            // ended: the eager records in the ring were all consumed first
             }
         }
         slot.busy = false;

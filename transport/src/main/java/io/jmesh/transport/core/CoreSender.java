@@ -103,8 +103,8 @@ public final class CoreSender implements Sender {
             return Status.BAD_ARGUMENT;
         }
         int state = fate.state();
-        if (state != 0) {
-            return state;
+        if (state != 0 || fate.ended()) {
+            return state != 0 ? state : Status.CLOSED;
         }
         int known = learn();
         if (known < 0) {
@@ -286,7 +286,8 @@ public final class CoreSender implements Sender {
      */
     private int idle() {
         wire.progress();
-        return fate.failed() ? Status.FAILED : Status.NOT_READY;
+        int pending = fate.inFlight();
+        return pending != 0 ? pending : Status.NOT_READY;
     }
 
     @Override
@@ -305,8 +306,8 @@ public final class CoreSender implements Sender {
             return Status.BAD_ARGUMENT;
         }
         int state = fate.state();
-        if (state != 0) {
-            return state;
+        if (state != 0 || fate.ended()) {
+            return state != 0 ? state : Status.CLOSED;
         }
         Op op = ops.next();
         if (op == null) {
@@ -353,7 +354,7 @@ public final class CoreSender implements Sender {
                 }
                 wire.progress();
                 if (!wire.eagerSent(eagerRecord[k])) {
-                    return fate.failed() ? Status.FAILED : 0;
+                    return fate.inFlight();
                 }
             }
             eagerLive[k] = false;
@@ -373,7 +374,7 @@ public final class CoreSender implements Sender {
             }
             wire.progress();
             if ((slot.done & bit) == 0) {
-                return fate.failed() ? Status.FAILED : 0;
+                return fate.inFlight();
             }
         }
         slot.reported |= bit;

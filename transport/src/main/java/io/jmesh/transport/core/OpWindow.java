@@ -58,7 +58,7 @@ public final class OpWindow {
             }
             wire.progress();
             if (op.result == 0) {
-                return fate.failed() ? Status.FAILED : 0;
+                return fate.inFlight();
             }
         }
         op.busy = false;

@@ -73,6 +73,8 @@ final class RdmaReceiveWire extends VerbsWire implements ReceiveWire {
     /** A receive was posted with MORE since the last announcement: the batch goes out whole when it closes. */
     private boolean batch;
     private boolean recvsPosted;
+    /** Rails whose goodbye arrived ({@link RdmaSendWire#IMM_BYE}). */
+    private int goodbyes;
     private final Supplier<Endpoint> flushFactory;
 
     /** per slot: rails whose write-with-immediate has not arrived yet, and whether the sizes are in the array */
@@ -110,6 +112,9 @@ final class RdmaReceiveWire extends VerbsWire implements ReceiveWire {
         this.eagerRing = eager ? ControlRegion.ring(ep.control) : null;
         this.creditStaging = eager ? ControlRegion.credit(ep.control) : null;
         this.eagerMax = Math.min(eagerMax, Eager.MAX_PAYLOAD);
+        // at once, not with the first receive: a sender that sends eagerly and closes before this end posts anything
+        // still needs a receive for its goodbye's immediate
+        postRecvs();
     }
 
     @Override
@@ -124,8 +129,8 @@ final class RdmaReceiveWire extends VerbsWire implements ReceiveWire {
      */
     @Override
     public int eagerConsumed(long consumed) {
-        if (fate.failed()) {
-            return Status.FAILED;
+        if (fate.failed() || fate.ended()) {
+            return fate.inFlight();
         }
         int w = stageEntries();
         creditStaging.set(JAVA_LONG, 0, consumed);
@@ -174,6 +179,9 @@ final class RdmaReceiveWire extends VerbsWire implements ReceiveWire {
 
     @Override
     public int post(ReceiveSlot slot, boolean hold) {
+        if (fate.ended()) {
+            return 0;                              // the sender closed: what it sent is in the ring or nowhere
+        }
         if (!recvsPosted && postRecvs() != 0) {
             return Status.FAILED;
         }
@@ -315,7 +323,7 @@ final class RdmaReceiveWire extends VerbsWire implements ReceiveWire {
 
     @Override
     public void progress() {
-        if (fate.state() != 0) {
+        if (fate.state() != 0 || fate.ended()) {
             return;
         }
         for (int rail = 0; rail < nrails; rail++) {
@@ -350,13 +358,29 @@ final class RdmaReceiveWire extends VerbsWire implements ReceiveWire {
             if (wrId == Endpoint.PROBE_WR) {
                 r.probeDone();
             } else if ((wrId & CTS_WR) == 0 && Wr.wcOpcode(r.wcs, i) == WC_RECV_IMM) {
+                int imm = Wr.wcImm(r.wcs, i);
+                if (imm == RdmaSendWire.IMM_BYE) {
+                    goodbye(r);
+                    continue;
+                }
                 if (postRecv(r) != 0) {
                     return false;
                 }
-                arrived(Wr.wcImm(r.wcs, i));
+                arrived(imm);
             }
         }
         return true;
+    }
+
+    /**
+     * A rail's goodbye arrived: everything the sender wrote on that rail before it is in place. Once every rail's is,
+     * the connection ends in order (the core still hands out the eager records in the ring, then answers CLOSED).
+     */
+    private void goodbye(Endpoint r) {
+        if (++goodbyes == nrails) {
+            fate.end("the connection on " + r.device.name() + " was closed by the peer (everything it sent before "
+                    + "its close arrived); connect again to go on");
+        }
     }
 
     /** A rail's write-with-immediate for a slot arrived; the slot completes with the last rail's. */

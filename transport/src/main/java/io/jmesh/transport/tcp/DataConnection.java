@@ -6,6 +6,7 @@ import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 
 /**
@@ -24,6 +25,8 @@ final class DataConnection extends Fate {
     private final String who;
     /** The peer ended every socket at a message boundary: what its close() does. */
     private boolean orderly;
+    /** Where a sender's sockets go when its owner closes it in order; null: they close right after the goodbye. */
+    private TcpLinger linger;
 
     DataConnection(SocketChannel[] sockets, String role) {
         this(sockets, role, null);
@@ -35,6 +38,45 @@ final class DataConnection extends Fate {
         this.peer = peer != null ? peer : DataSockets.remote(sockets[0]);
         this.role = role;
         this.who = peer != null ? "the relay or the peer process" : "the peer process";
+    }
+
+    /** Hands this end's sockets to {@code l} when its owner closes it in order ({@link #closeInOrder}). */
+    DataConnection lingerWith(TcpLinger l) {
+        linger = l;
+        return this;
+    }
+
+    /**
+     * The owner closed this sending end with every socket between frames: the goodbye ({@link ByeFrame}) behind the
+     * last data on socket 0, then the end of every stream, so the peer delivers what was sent and reports CLOSED.
+     * {@code records}: the eager records written.
+     */
+    void closeInOrder(long records) {
+        ByteBuffer bye = ByteBuffer.allocateDirect(ByeFrame.BYTES);
+        ByeFrame.write(bye, 0, records);
+        if (linger != null) {
+            linger.hand(sockets, bye, peer);
+            return;
+        }
+        try {                                      // no fabric to linger on (tests): the goodbye if it fits now
+            sockets[0].write(bye);
+            if (!bye.hasRemaining()) {
+                for (SocketChannel ch : sockets) {
+                    ch.shutdownOutput();
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("jmesh tcp {}: goodbye to {} not sent: {}", role, peer, e.toString());
+        }
+        close();
+    }
+
+    /** The peer's goodbye and the end of every stream arrived: everything it sent is in. */
+    void peerClosed() {
+        end("the connection to " + peer + " was closed by the peer (everything it sent before its close arrived); "
+                + "connect again to go on");
+        // how a peer's close() looks: no WARN in the logs of a program that ends normally
+        LOG.info("jmesh tcp {}: the connection to {} ended between messages (the peer closed it)", role, peer);
     }
 
     /** The number of data sockets. */

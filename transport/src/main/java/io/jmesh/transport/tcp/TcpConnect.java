@@ -68,8 +68,9 @@ public final class TcpConnect extends ConnectMachine {
         Route route = firstRoute();
         String via = route.isRelayed() ? route.peer().prefix().address().getHostAddress() + " through the relay "
                 + DataSockets.remote(sockets[0]) : null;
-        CoreSender sender = TcpSendWire.sender(new DataConnection(sockets, "sender", via), provider.registry(),
-                provider.pumps(), eager, provider.socket0Max(), provider::release);
+        DataConnection conn = new DataConnection(sockets, "sender", via).lingerWith(provider.linger());
+        CoreSender sender = TcpSendWire.sender(conn, provider.registry(), provider.pumps(), eager,
+                provider.socket0Max(), provider::release);
         sockets = null; // the sender owns them now
         return sender;
     }

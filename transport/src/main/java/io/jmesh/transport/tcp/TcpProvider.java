@@ -64,6 +64,8 @@ public final class TcpProvider implements Provider, RelayRoutes {
     private final int socket0Max;
     /** The helper threads that move the bulk sockets; started with the first connection. */
     private TcpPumps pumps;
+    /** Where closed senders' sockets finish in order; its thread starts with the first such close. */
+    private final TcpLinger linger = new TcpLinger(Integer.toHexString(System.identityHashCode(this)));
     private boolean closed;
 
     TcpProvider(List<LocalLink> links, int sockets, int threads, int spinUs, int eagerThreshold, int socket0Max,
@@ -270,6 +272,11 @@ public final class TcpProvider implements Provider, RelayRoutes {
         return pumps;
     }
 
+    /** Where a sender's sockets go when its owner closes it. */
+    TcpLinger linger() {
+        return linger;
+    }
+
     /** This provider's open registrations by id, for one-sided requests from peers. */
     TcpRegistry registry() {
         return registry;
@@ -310,6 +317,7 @@ public final class TcpProvider implements Provider, RelayRoutes {
             owned.clear();
         }
         toClose.sort((a, b) -> Integer.compare(rank(a), rank(b)));
+        toClose.add(linger);                // after the connections, whose close hands it their sockets
         toClose.add(pumps);                 // after the connections: their lanes are retired by then
         toClose.add(routes);                // after the connections they route; null entries are skipped
         toClose.add(relay);

@@ -92,6 +92,8 @@ final class TcpReceiveWire implements ReceiveWire {
     private int reading = HEADER;
     private int length;
     private boolean endOfStream;
+    /** The peer's goodbye came on socket 0: it closed in order, so its end of stream (or a reset) ends, not fails. */
+    private boolean bye;
     private int endOfStreamCount;
     private long firstEndOfStreamNanos;
     private final TcpRegistry registry;
@@ -177,6 +179,9 @@ final class TcpReceiveWire implements ReceiveWire {
         boolean mayWait = eager != null && !hold && slot.nreqs == 1 && slot.maxSize[0] <= eager.maxPayload
                 && entries > fetchedFrom && entries + 1 <= server.credited() + eager.slots;
         entries += slot.nreqs;
+        if (bye) {
+            return 0;                              // the peer closed: what it sent is in the ring or nowhere
+        }
         if (!server.queueCts((int) slot.seq, slot.nreqs, slot.maxSize, slot.tag, local, mayWait)) {
             conn.fail("no room for another clear-to-send to " + conn.peer + ": the peer reads nothing back from "
                     + "this connection; check that its application still polls it");
@@ -200,7 +205,8 @@ final class TcpReceiveWire implements ReceiveWire {
     @Override
     public void progress() {
         // once the peer ended socket 0 it reads nothing more: a write would only turn its orderly close into a reset
-        if (conn.state() != 0 || (!endOfStream && !server.writeBack(sockets[0]))) {
+        boolean quiet = endOfStream || bye;
+        if (conn.state() != 0 || conn.ended() || (!quiet && !server.writeBack(sockets[0]))) {
             return;
         }
         if (!endOfStream && !read()) {
@@ -220,10 +226,14 @@ final class TcpReceiveWire implements ReceiveWire {
         }
         if (endOfStreamCount > 0 && (endOfStreamCount == socketCount
                 || System.nanoTime() - firstEndOfStreamNanos > TimeUnit.MILLISECONDS.toNanos(EOF_GRACE_MS))) {
-            conn.lostEndOfStream("");
+            if (bye && endOfStreamCount == socketCount) {
+                conn.peerClosed();
+            } else {
+                conn.lostEndOfStream("");
+            }
             return;
         }
-        if (server.owed() && !endOfStream) {
+        if (server.owed() && !endOfStream && !bye) {
             server.writeBack(sockets[0]);
         }
     }
@@ -245,8 +255,12 @@ final class TcpReceiveWire implements ReceiveWire {
             try {
                 got = ch.read(b);
             } catch (IOException e) {
-                conn.lost(e);
-                return false;
+                if (bye && state == HEADER && header.position() == 0) {
+                    got = -1;                      // a reset after the goodbye: all of it was read, as at the end
+                } else {
+                    conn.lost(e);
+                    return false;
+                }
             } catch (IllegalStateException e) {
                 conn.memoryGone(e);
                 return false;
@@ -320,6 +334,16 @@ final class TcpReceiveWire implements ReceiveWire {
             }
             fetchedFrom = Math.max(fetchedFrom, EagerFrame.from(header, 0));
             server.fetched();
+            header.clear();
+            return true;
+        }
+        if (type == ByeFrame.TYPE) {
+            String bad = ByeFrame.check(header, 0, records);
+            if (bad != null) {
+                conn.violation(bad);
+                return false;
+            }
+            bye = true;
             header.clear();
             return true;
         }

@@ -552,6 +552,19 @@ final class TcpSendWire implements SendWire {
         }
     }
 
+    /** Whether no socket is inside a frame or chunk: a goodbye written now starts on a frame boundary everywhere. */
+    private boolean betweenFrames() {
+        if (socketMessage0 >= 0 || socketOp || socketEager) {
+            return false;
+        }
+        for (SendLane lane : lanes) {
+            if (lane.offered() != lane.written()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Chunks the bulk sockets have written so far (tests: which messages were striped). */
     long bulkChunks() {
         long n = 0;
@@ -566,14 +579,22 @@ final class TcpSendWire implements SendWire {
         return conn;
     }
 
-    /** Stops the lanes' helpers from touching the sockets and memory, then closes the sockets; the peer sees it. */
+    /**
+     * Stops the lanes' helpers from touching the sockets and memory, then ends the sockets: in order (a goodbye, so
+     * the peer delivers everything this end reported done and then answers CLOSED) when every socket is between
+     * frames, else at once (a message cut in the middle fails at the peer, as requests in flight do).
+     */
     @Override
     public void close() {
         for (SendLane lane : lanes) {
             lane.retire();
         }
         try {
-            conn.close();
+            if (!conn.failed() && betweenFrames()) {
+                conn.closeInOrder(eagerWritten);
+            } else {
+                conn.close();
+            }
         } finally {
             if (eager != null) {
                 eager.close();

@@ -18,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * These tests hold for a provider that sends nothing eagerly too (TCP with its threshold 0): there isend waits for
  * the receive.
  */
-public abstract class EagerContract extends ContractFixture {
+public abstract class EagerContract extends CloseContract {
     /** Above the eager threshold every run of this suite sets: such a send always waits for its receive. */
     protected static final long LARGE = 8192;
 
