@@ -10,6 +10,9 @@ module io.jmesh.transport {
     requires transitive io.jmesh.verbs;
     requires org.apache.logging.log4j;
 
+    // jmesh asks, as LogManager would, whether the application has a Log4j provider (io.jmesh.transport.log.JmeshLog)
+    uses org.apache.logging.log4j.spi.Provider;
+
     exports io.jmesh.api;
     exports io.jmesh.api.spi;
     exports io.jmesh.transport.discovery;

@@ -7,7 +7,7 @@ import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
 import io.jmesh.transport.liveness.Liveness;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.transport.log.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -28,7 +28,7 @@ import java.util.concurrent.TimeUnit;
  */
 public abstract class AcceptLoop<P extends AcceptLoop.Pending> implements Listener {
     /** Under the provider's class name, so a log line says which provider connected. */
-    private final Logger log = LogManager.getLogger(getClass());
+    private final Logger log = JmeshLog.logger(getClass());
 
     /** A connection answered in the handshake and not yet handed out; owns what was created for it. */
     public abstract static class Pending {
