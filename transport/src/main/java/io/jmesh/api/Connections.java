@@ -1,5 +1,6 @@
 package io.jmesh.api;
 
+import io.jmesh.transport.connect.AcceptLoop;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -77,11 +78,17 @@ public final class Connections {
      * @throws ConnectTimeoutException naming the listener when none arrived in time
      */
     public static Receiver accept(Listener listener, Duration timeout, IdleStrategy idle) {
+        long start = System.nanoTime();
         long deadline = deadline(timeout);
         idle.reset();
         Receiver r;
         while ((r = listener.accept()) == null) {
             if (System.nanoTime() - deadline > 0) {
+                String arrived = listener instanceof AcceptLoop<?> loop ? loop.failureSince(start) : null;
+                if (arrived != null) {
+                    throw new ConnectTimeoutException("no connection completed within "
+                            + ConnectTimeoutException.describe(timeout) + ": " + arrived, timeout);
+                }
                 throw new ConnectTimeoutException("no connection arrived within " + ConnectTimeoutException.describe(
                         timeout) + ": the peer could not reach any address of " + listener.handleText() + "; check "
                         + "that it is running, was given this handle, and shares a subnet with one of these "

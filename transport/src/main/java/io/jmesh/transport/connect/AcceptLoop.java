@@ -53,6 +53,9 @@ public abstract class AcceptLoop<P extends AcceptLoop.Pending> implements Listen
     private final long timeoutNanos;
     private final List<P> pending = new ArrayList<>();
     private boolean closed;
+    /** The last connection that reached this listener and failed, as its WARN said, and when (System.nanoTime). */
+    private volatile String lastFailure;
+    private volatile long lastFailureNanos;
 
     protected AcceptLoop(HandshakeAgent agent, HandshakeListener listener) {
         this.agent = agent;
@@ -116,21 +119,36 @@ public abstract class AcceptLoop<P extends AcceptLoop.Pending> implements Listen
             HandshakeStatus s = p.handshake.poll();
             if (s == HandshakeStatus.FAILED) {
                 it.remove();
-                log.warn("a connection from {} failed during the handshake: {}", p.handshake.remoteAddress(),
-                        p.handshake.failure());
+                failed("a connection from " + p.handshake.remoteAddress() + " failed during the handshake: "
+                        + p.handshake.failure(), now);
                 p.close();
             } else if (s == HandshakeStatus.COMPLETE && p.ready()) {
                 it.remove();
                 return handOut(p);
             } else if (now - p.deadlineNanos >= 0) {
                 it.remove();
-                log.warn("dropped a connection from {}: it was not ready within {} ms of its ACCEPT (a firewall on "
-                        + "the data port? the connector died?)", p.handshake.remoteAddress(),
-                        TimeUnit.NANOSECONDS.toMillis(timeoutNanos));
+                failed("dropped a connection from " + p.handshake.remoteAddress() + ": it was not ready within "
+                        + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms of its ACCEPT (a firewall on the data "
+                        + "port? the connector died?)", now);
                 p.close();
             }
         }
         return null;
+    }
+
+    private void failed(String what, long nowNanos) {
+        log.warn("{}", what);
+        lastFailure = what;
+        lastFailureNanos = nowNanos;
+    }
+
+    /**
+     * Why the last connection that reached this listener since {@code sinceNanos} (System.nanoTime) failed, or null
+     * when none did: a wait for a connection that timed out can then say what arrived, not that nothing did.
+     */
+    public final String failureSince(long sinceNanos) {
+        String what = lastFailure;
+        return what != null && lastFailureNanos - sinceNanos >= 0 ? what : null;
     }
 
     private void start(InboundHandshake in) {
@@ -149,7 +167,8 @@ public abstract class AcceptLoop<P extends AcceptLoop.Pending> implements Listen
             p.close();
             return;
         }
-        p.deadlineNanos = System.nanoTime() + timeoutNanos;
+        // after the handshake's own READY wait, grace included, so that its verdict (a REJECT's reason) comes first
+        p.deadlineNanos = System.nanoTime() + timeoutNanos + InboundHandshake.READY_GRACE_NANOS;
         pending.add(p);
         log.info("accepting a connection from {}: {}", in.remoteAddress(), p);
     }
