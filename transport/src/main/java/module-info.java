@@ -10,7 +10,7 @@ module io.jmesh.transport {
     requires transitive io.jmesh.verbs;
     requires org.apache.logging.log4j;
 
-    // jmesh asks, as LogManager would, whether the application has a Log4j provider (io.jmesh.transport.log.JmeshLog)
+    // jmesh asks, as LogManager would, whether the application has a Log4j provider (io.jmesh.api.JmeshLog)
     uses org.apache.logging.log4j.spi.Provider;
 
     exports io.jmesh.api;

@@ -2,7 +2,7 @@ package io.jmesh.cli;
 
 import io.jmesh.api.Context;
 import io.jmesh.cli.perf.PerfCommand;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 
 import java.io.PrintStream;
 import java.util.Arrays;

@@ -1,6 +1,5 @@
 package io.jmesh.api;
 
-import io.jmesh.transport.connect.AcceptLoop;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -78,14 +77,14 @@ public final class Connections {
      * @throws ConnectTimeoutException naming the listener when none arrived in time
      */
     public static Receiver accept(Listener listener, Duration timeout, IdleStrategy idle) {
-        long start = System.nanoTime();
+        String before = listener.lastFailure();
         long deadline = deadline(timeout);
         idle.reset();
         Receiver r;
         while ((r = listener.accept()) == null) {
             if (System.nanoTime() - deadline > 0) {
-                String arrived = listener instanceof AcceptLoop<?> loop ? loop.failureSince(start) : null;
-                if (arrived != null) {
+                String arrived = listener.lastFailure();
+                if (arrived != null && !arrived.equals(before)) { // each names its connection's address and port
                     throw new ConnectTimeoutException("no connection completed within "
                             + ConnectTimeoutException.describe(timeout) + ": " + arrived, timeout);
                 }

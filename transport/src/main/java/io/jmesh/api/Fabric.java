@@ -2,7 +2,6 @@ package io.jmesh.api;
 
 import io.jmesh.api.spi.Provider;
 import io.jmesh.api.spi.ProviderFactory;
-import io.jmesh.transport.log.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;

@@ -1,6 +1,5 @@
 package io.jmesh.api;
 
-import io.jmesh.transport.log.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.util.ArrayDeque;

@@ -7,7 +7,7 @@ import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
 import io.jmesh.transport.liveness.Liveness;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -53,9 +53,8 @@ public abstract class AcceptLoop<P extends AcceptLoop.Pending> implements Listen
     private final long timeoutNanos;
     private final List<P> pending = new ArrayList<>();
     private boolean closed;
-    /** The last connection that reached this listener and failed, as its WARN said, and when (System.nanoTime). */
+    /** The last connection that reached this listener and failed, as its WARN said. */
     private volatile String lastFailure;
-    private volatile long lastFailureNanos;
 
     protected AcceptLoop(HandshakeAgent agent, HandshakeListener listener) {
         this.agent = agent;
@@ -120,7 +119,7 @@ public abstract class AcceptLoop<P extends AcceptLoop.Pending> implements Listen
             if (s == HandshakeStatus.FAILED) {
                 it.remove();
                 failed("a connection from " + p.handshake.remoteAddress() + " failed during the handshake: "
-                        + p.handshake.failure(), now);
+                        + p.handshake.failure());
                 p.close();
             } else if (s == HandshakeStatus.COMPLETE && p.ready()) {
                 it.remove();
@@ -129,26 +128,21 @@ public abstract class AcceptLoop<P extends AcceptLoop.Pending> implements Listen
                 it.remove();
                 failed("dropped a connection from " + p.handshake.remoteAddress() + ": it was not ready within "
                         + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms of its ACCEPT (a firewall on the data "
-                        + "port? the connector died?)", now);
+                        + "port? the connector died?)");
                 p.close();
             }
         }
         return null;
     }
 
-    private void failed(String what, long nowNanos) {
+    private void failed(String what) {
         log.warn("{}", what);
         lastFailure = what;
-        lastFailureNanos = nowNanos;
     }
 
-    /**
-     * Why the last connection that reached this listener since {@code sinceNanos} (System.nanoTime) failed, or null
-     * when none did: a wait for a connection that timed out can then say what arrived, not that nothing did.
-     */
-    public final String failureSince(long sinceNanos) {
-        String what = lastFailure;
-        return what != null && lastFailureNanos - sinceNanos >= 0 ? what : null;
+    @Override
+    public final String lastFailure() {
+        return lastFailure;
     }
 
     private void start(InboundHandshake in) {

@@ -6,7 +6,7 @@ import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.handshake.OutboundHandshake;
 import io.jmesh.transport.net.Route;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;

@@ -8,7 +8,7 @@ import io.jmesh.verbs.VerbsUnavailableException;
 import io.jmesh.verbs.ffi.ibv_device_attr;
 import io.jmesh.verbs.ffi.ibv_gid_entry;
 import io.jmesh.verbs.ffi.ibv_port_attr;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.lang.foreign.Arena;

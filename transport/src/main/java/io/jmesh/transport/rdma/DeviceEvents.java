@@ -14,7 +14,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 /**

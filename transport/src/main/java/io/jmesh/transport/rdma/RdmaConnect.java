@@ -9,7 +9,7 @@ import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.core.SendSlot;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.util.ArrayList;

@@ -8,7 +8,7 @@ import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.core.ReceiveSlot;
 import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.InboundHandshake;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.net.InetAddress;

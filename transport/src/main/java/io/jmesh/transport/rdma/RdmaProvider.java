@@ -27,7 +27,7 @@ import io.jmesh.verbs.Verbs;
 import io.jmesh.verbs.VerbsException;
 import io.jmesh.verbs.VerbsUnavailableException;
 import io.jmesh.verbs.ffi.ibv_gid_entry;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;

@@ -6,7 +6,7 @@ import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.api.LocalLink;
 import io.jmesh.transport.route.PendingRequests;
 import io.jmesh.transport.route.RelayPolicy;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;

@@ -8,7 +8,7 @@ import io.jmesh.transport.net.Route;
 import io.jmesh.api.StaticRoute;
 import io.jmesh.transport.route.RouteFrame.Decoded;
 import io.jmesh.transport.route.RouteFrame.Link;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import io.jmesh.transport.agent.SelectorAgent;

@@ -1,7 +1,7 @@
 package io.jmesh.transport.tcp;
 
 import io.jmesh.transport.core.Fate;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;

@@ -2,7 +2,7 @@ package io.jmesh.transport.tcp;
 
 import io.jmesh.transport.route.RelayRequest;
 
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;

@@ -14,7 +14,7 @@ import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
 import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.RouteService;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;

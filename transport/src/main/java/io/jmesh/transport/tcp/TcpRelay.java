@@ -8,7 +8,7 @@ import io.jmesh.transport.route.PendingRequests;
 import io.jmesh.transport.route.RelayPolicy;
 import io.jmesh.transport.route.RelayRequest;
 import io.jmesh.transport.route.RouteTable;
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import io.jmesh.transport.agent.SelectorAgent;

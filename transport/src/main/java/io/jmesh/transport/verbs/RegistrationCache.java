@@ -1,6 +1,6 @@
 package io.jmesh.transport.verbs;
 
-import io.jmesh.transport.log.JmeshLog;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.util.ArrayList;

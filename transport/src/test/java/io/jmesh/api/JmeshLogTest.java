@@ -1,7 +1,5 @@
-package io.jmesh.transport.log;
+package io.jmesh.api;
 
-import io.jmesh.api.Context;
-import io.jmesh.api.Fabric;
 import org.apache.logging.log4j.Level;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -1,4 +1,4 @@
-package io.jmesh.transport.log;
+package io.jmesh.api;
 
 import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
