@@ -8,7 +8,11 @@
  */
 module io.jmesh.transport {
     requires transitive io.jmesh.verbs;
-    requires org.apache.logging.log4j;
+    // transitive: io.jmesh.api.JmeshLog hands out Log4j API types (Logger, Level)
+    requires transitive org.apache.logging.log4j;
+
+    // jmesh asks, as LogManager would, whether the application has a Log4j provider (io.jmesh.api.JmeshLog)
+    uses org.apache.logging.log4j.spi.Provider;
 
     exports io.jmesh.api;
     exports io.jmesh.api.spi;

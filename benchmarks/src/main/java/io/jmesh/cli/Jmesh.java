@@ -2,6 +2,7 @@ package io.jmesh.cli;
 
 import io.jmesh.api.Context;
 import io.jmesh.cli.perf.PerfCommand;
+import io.jmesh.api.JmeshLog;
 
 import java.io.PrintStream;
 import java.util.Arrays;
@@ -17,6 +18,14 @@ public final class Jmesh {
     }
 
     static int run(String[] args, PrintStream out, PrintStream err) {
+        try {
+            // before the first logger: Log4j Core would read a bad level from log4j2.xml, print a stack trace and
+            // go on at its default level
+            JmeshLog.level();
+        } catch (IllegalArgumentException e) {
+            err.println("jmesh: " + e.getMessage());
+            return 2;
+        }
         try {
             return dispatch(args, out, err);
         } catch (Exception e) {

@@ -1,5 +1,6 @@
 package io.jmesh.nccl;
 
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Marker;
@@ -32,7 +33,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * <p>Mapping: ERROR and WARN go out as NCCL WARN with all subsystem flags (NCCL drops a message whose flags do not
  * meet its NCCL_DEBUG_SUBSYS mask, WARN included); INFO as NCCL INFO with flag NET (and INIT for events marked {@link
  * #INIT}); DEBUG and TRACE as NCCL TRACE with flag NET. The io.jmesh level follows NCCL_DEBUG (WARN, INFO, TRACE),
- * or JMESH_LOG_LEVEL when set.
+ * or JMESH_LOG_LEVEL when set (a bad value fails NCCL's init with one line naming it).
  *
  * <p>{@link #detach()} unhooks the helper and waits for calls in flight, so the library can be unloaded safely.
  */
@@ -75,11 +76,16 @@ final class NcclLogAppender extends AbstractAppender {
         return appender;
     }
 
-    /** io.jmesh's level: JMESH_LOG_LEVEL, else from NCCL_DEBUG. */
+    /** io.jmesh's level: JMESH_LOG_LEVEL (or -Djmesh.log.level), else from NCCL_DEBUG. */
     static Level level() {
-        String jm = System.getenv("JMESH_LOG_LEVEL");
-        if (jm != null && !jm.isBlank()) {
-            return Level.toLevel(jm.trim(), Level.WARN);
+        try {
+            Level set = JmeshLog.level();
+            if (set != null) {
+                return set;
+            }
+        } catch (IllegalArgumentException e) {
+            // a bad value: init refuses it moments later (Fabric.open), in one line through this appender to NCCL's
+            // log, where a failed bootstrap could only report an exception; until then NCCL_DEBUG's level
         }
         String nccl = System.getenv("NCCL_DEBUG");
         if (nccl == null) {

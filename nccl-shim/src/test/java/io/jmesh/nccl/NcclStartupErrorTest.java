@@ -42,6 +42,17 @@ class NcclStartupErrorTest {
     }
 
     @Test
+    void aBadJmeshLogLevelFailsInitWithOneLineNamingIt(@TempDir Path dir) throws Exception {
+        List<DriverRun.Rank> ranks = DriverRun.run(dir, 2, Map.of("JMESH_LOG_LEVEL", "LOUD", "JMESH_PROVIDER", "tcp"),
+                60, "--timeout", "20");
+        for (DriverRun.Rank r : ranks) {
+            assertEquals(1, r.exit(), r.output());
+            assertTrue(r.output().contains("jmesh init failed: JMESH_LOG_LEVEL='LOUD' is not valid: JMESH_LOG_LEVEL (-Djmesh.log.level) "
+                    + "takes off, fatal, error, warn, info, debug, trace or all"), r.output());
+        }
+    }
+
+    @Test
     void missingJarsAreReported(@TempDir Path dir) throws Exception {
         List<DriverRun.Rank> ranks = DriverRun.run(dir, 2, Map.of("JMESH_CLASSPATH", dir.resolve("none.jar").toString(),
                 "JMESH_PROVIDER", "tcp"), 60, "--timeout", "20");

@@ -77,11 +77,17 @@ public final class Connections {
      * @throws ConnectTimeoutException naming the listener when none arrived in time
      */
     public static Receiver accept(Listener listener, Duration timeout, IdleStrategy idle) {
+        String before = listener.lastFailure();
         long deadline = deadline(timeout);
         idle.reset();
         Receiver r;
         while ((r = listener.accept()) == null) {
             if (System.nanoTime() - deadline > 0) {
+                String arrived = listener.lastFailure();
+                if (arrived != null && !arrived.equals(before)) { // each names its connection's address and port
+                    throw new ConnectTimeoutException("no connection completed within "
+                            + ConnectTimeoutException.describe(timeout) + ": " + arrived, timeout);
+                }
                 throw new ConnectTimeoutException("no connection arrived within " + ConnectTimeoutException.describe(
                         timeout) + ": the peer could not reach any address of " + listener.handleText() + "; check "
                         + "that it is running, was given this handle, and shares a subnet with one of these "

@@ -2,7 +2,6 @@ package io.jmesh.api;
 
 import io.jmesh.api.spi.Provider;
 import io.jmesh.api.spi.ProviderFactory;
-import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -29,7 +28,7 @@ import java.util.List;
  * }</pre>
  */
 public final class Fabric implements AutoCloseable {
-    private static final Logger LOG = LogManager.getLogger(Fabric.class);
+    private static final Logger LOG = JmeshLog.logger(Fabric.class);
 
     private final Provider provider;
 
@@ -49,12 +48,13 @@ public final class Fabric implements AutoCloseable {
      * over the others.
      *
      * @throws IllegalArgumentException     naming every setting of {@code context} that is not valid
-     *                                      ({@link Context#conclude()})
+     *                                      ({@link Context#conclude()}), or a bad {@code JMESH_LOG_LEVEL}
      * @throws ProviderUnavailableException when the provider named cannot run here, or none can for {@code auto};
      *                                      the message names the cause and the fix
      */
     public static Fabric open(Context context) {
         context.conclude();
+        JmeshLog.level(); // process-wide, so not in the context; refused here all the same, with the same words
         if (Providers.all().isEmpty()) {
             throw new IllegalStateException(Providers.noneFound());
         }

@@ -36,7 +36,8 @@ import java.util.Objects;
  *
  * <p>Printable form, for logs and tests: {@code jmesh1:<16 hex digits secret>@<entry>,<entry>...} where an entry is
  * {@code 192.168.101.2/24:40123} or {@code [fd00::2]/64:40124}, optionally followed by {@code #100} (Gb/s); non-zero
- * flags are written as {@code jmesh1/01:...}.
+ * flags are written as {@code jmesh1/01:...}, so a TCP provider's handle reads
+ * {@code jmesh1/01:0123456789abcdef@192.168.101.2/24:40123}.
  *
  * <pre>{@code
  * ListenHandle h = new ListenHandle(0, secret, List.of(new ListenAddress(IpPrefix.parse("192.168.101.2/24"), 40123, 100)));
@@ -282,8 +283,10 @@ public final class ListenHandle {
     public static ListenHandle parse(String text) {
         Objects.requireNonNull(text, "text");
         String s = text.strip();
-        String expected = " (expected e.g. " + PREFIX + ":0123456789abcdef@192.168.101.2/24:40123,"
-                + "[fd00::2]/64:40124#100)";
+        // both forms a listener prints: a new user's first handle is a TCP one, with its flags
+        String expected = " (expected a handle as its listener prints it, e.g. " + PREFIX
+                + "/01:0123456789abcdef@192.168.101.2/24:40123 from the TCP provider or " + PREFIX
+                + ":0123456789abcdef@192.168.101.2/24:40123#100,[fd00::2]/64:40124 from verbs; copy it whole)";
         if (s.length() > 4 * MAX_BYTES) {
             throw bad(s.length() + " characters, more than any handle has ('" + IpPrefix.shorten(s) + "')");
         }

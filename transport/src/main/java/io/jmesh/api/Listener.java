@@ -22,6 +22,15 @@ public interface Listener extends AutoCloseable {
     /** A connected receiver, or null while none is ready. */
     Receiver accept();
 
+    /**
+     * Why the last connection that reached this listener failed before {@link #accept()} could return it (its
+     * handshake failed, or it was not ready in time), in the words of the listener's WARN; null when none has. A wait
+     * for a connection that times out can then say what arrived, not that nothing did.
+     */
+    default String lastFailure() {
+        return null;
+    }
+
     @Override
     void close();
 }

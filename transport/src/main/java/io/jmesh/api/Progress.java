@@ -1,6 +1,5 @@
 package io.jmesh.api;
 
-import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 import java.util.ArrayDeque;
@@ -47,7 +46,7 @@ import java.util.concurrent.locks.LockSupport;
  * </ul>
  */
 public final class Progress implements AutoCloseable {
-    private static final Logger LOG = LogManager.getLogger(Progress.class);
+    private static final Logger LOG = JmeshLog.logger(Progress.class);
     private static final int SPINS = 100;
     private static final int YIELDS = 10;
     private static final long MIN_PARK_NANOS = 1_000;

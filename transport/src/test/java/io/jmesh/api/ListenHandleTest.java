@@ -176,6 +176,20 @@ class ListenHandleTest {
             assertTrue(e.getMessage().startsWith("bad jmesh handle: "), e.getMessage());
         }
     }
+    /** The forms a bad handle's message shows are handles as listeners print them, the TCP provider's first. */
+    @Test
+    void aBadHandlesMessageShowsTheFormsListenersPrint() {
+        String message = assertThrows(IllegalArgumentException.class,
+                () -> ListenHandle.parse("jmesh1:0123@127.0.0.1/8:1")).getMessage();
+        List<ListenHandle> shown = java.util.regex.Pattern.compile("jmesh1[^ ;)]*").matcher(message).results()
+                .map(m -> ListenHandle.parse(m.group())).toList();
+        assertEquals(2, shown.size(), message);
+        assertTrue(shown.get(0).isTcpProvider() && !shown.get(1).isTcpProvider(), message);
+        ListenHandle tcp = new ListenHandle(ListenHandle.FLAG_TCP_PROVIDER, 0x0123456789abcdefL,
+                List.of(new ListenAddress(IpPrefix.parse("192.168.101.2/24"), 40123, 0)));
+        assertTrue(message.contains(tcp.toString() + " "), "a TCP handle prints as " + tcp + ": " + message);
+    }
+
     /** parse accepts exactly what decode accepts: addresses no peer can reach, C's short IPv4 forms, digits of other
      *  scripts and control characters are refused, and a huge handle is not echoed whole. */
     @Test

@@ -1,6 +1,6 @@
 package io.jmesh.transport.agent;
 
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.nio.channels.Selector;
@@ -14,7 +14,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * runs exactly once. {@link #close} waits up to {@value #JOIN_MILLIS} ms for the thread: call it at shutdown.
  */
 public final class SelectorAgentRunner implements AutoCloseable {
-    private static final Logger LOG = LogManager.getLogger(SelectorAgentRunner.class);
+    private static final Logger LOG = JmeshLog.logger(SelectorAgentRunner.class);
     static final long JOIN_MILLIS = 5_000;
 
     private final Selector selector;

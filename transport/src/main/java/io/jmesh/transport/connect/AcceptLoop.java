@@ -7,7 +7,7 @@ import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.InboundHandshake;
 import io.jmesh.transport.liveness.Liveness;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -28,7 +28,7 @@ import java.util.concurrent.TimeUnit;
  */
 public abstract class AcceptLoop<P extends AcceptLoop.Pending> implements Listener {
     /** Under the provider's class name, so a log line says which provider connected. */
-    private final Logger log = LogManager.getLogger(getClass());
+    private final Logger log = JmeshLog.logger(getClass());
 
     /** A connection answered in the handshake and not yet handed out; owns what was created for it. */
     public abstract static class Pending {
@@ -53,6 +53,8 @@ public abstract class AcceptLoop<P extends AcceptLoop.Pending> implements Listen
     private final long timeoutNanos;
     private final List<P> pending = new ArrayList<>();
     private boolean closed;
+    /** The last connection that reached this listener and failed, as its WARN said. */
+    private volatile String lastFailure;
 
     protected AcceptLoop(HandshakeAgent agent, HandshakeListener listener) {
         this.agent = agent;
@@ -116,21 +118,31 @@ public abstract class AcceptLoop<P extends AcceptLoop.Pending> implements Listen
             HandshakeStatus s = p.handshake.poll();
             if (s == HandshakeStatus.FAILED) {
                 it.remove();
-                log.warn("a connection from {} failed during the handshake: {}", p.handshake.remoteAddress(),
-                        p.handshake.failure());
+                failed("a connection from " + p.handshake.remoteAddress() + " failed during the handshake: "
+                        + p.handshake.failure());
                 p.close();
             } else if (s == HandshakeStatus.COMPLETE && p.ready()) {
                 it.remove();
                 return handOut(p);
             } else if (now - p.deadlineNanos >= 0) {
                 it.remove();
-                log.warn("dropped a connection from {}: it was not ready within {} ms of its ACCEPT (a firewall on "
-                        + "the data port? the connector died?)", p.handshake.remoteAddress(),
-                        TimeUnit.NANOSECONDS.toMillis(timeoutNanos));
+                failed("dropped a connection from " + p.handshake.remoteAddress() + ": it was not ready within "
+                        + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms of its ACCEPT (a firewall on the data "
+                        + "port? the connector died?)");
                 p.close();
             }
         }
         return null;
+    }
+
+    private void failed(String what) {
+        log.warn("{}", what);
+        lastFailure = what;
+    }
+
+    @Override
+    public final String lastFailure() {
+        return lastFailure;
     }
 
     private void start(InboundHandshake in) {
@@ -149,7 +161,8 @@ public abstract class AcceptLoop<P extends AcceptLoop.Pending> implements Listen
             p.close();
             return;
         }
-        p.deadlineNanos = System.nanoTime() + timeoutNanos;
+        // after the handshake's own READY wait, grace included, so that its verdict (a REJECT's reason) comes first
+        p.deadlineNanos = System.nanoTime() + timeoutNanos + InboundHandshake.READY_GRACE_NANOS;
         pending.add(p);
         log.info("accepting a connection from {}: {}", in.remoteAddress(), p);
     }

@@ -6,7 +6,7 @@ import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.handshake.OutboundHandshake;
 import io.jmesh.transport.net.Route;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -31,7 +31,7 @@ import java.io.IOException;
  */
 public abstract class ConnectMachine implements Connector {
     /** Under the provider's class name, so a log line says which provider connected. */
-    private final Logger log = LogManager.getLogger(getClass());
+    private final Logger log = JmeshLog.logger(getClass());
 
     protected final ListenHandle peer;
     private final HandshakeAgent agent;

@@ -8,7 +8,7 @@ import io.jmesh.verbs.VerbsUnavailableException;
 import io.jmesh.verbs.ffi.ibv_device_attr;
 import io.jmesh.verbs.ffi.ibv_gid_entry;
 import io.jmesh.verbs.ffi.ibv_port_attr;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.lang.foreign.Arena;
@@ -31,7 +31,7 @@ import java.util.OptionalInt;
  * }</pre>
  */
 public final class Discovery {
-    private static final Logger LOG = LogManager.getLogger(Discovery.class);
+    private static final Logger LOG = JmeshLog.logger(Discovery.class);
 
     private Discovery() {
     }

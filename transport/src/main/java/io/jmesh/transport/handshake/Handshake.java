@@ -31,6 +31,9 @@ public abstract sealed class Handshake permits InboundHandshake, OutboundHandsha
     private byte[] peerPayload;
     private long connectionId;
     private int peerLivenessPort;
+    /** When the application last polled, and when the peer's reply came: a deadline can tell who kept it waiting. */
+    private volatile long lastPollNanos = System.nanoTime();
+    private volatile long replyNanos;
 
     Handshake(HandshakeAgent agent, HandshakeStatus initial) {
         this.agent = agent;
@@ -39,7 +42,19 @@ public abstract sealed class Handshake permits InboundHandshake, OutboundHandsha
 
     /** The current status; never blocks. */
     public final HandshakeStatus poll() {
+        lastPollNanos = System.nanoTime();
         return state instanceof HandshakeStatus s ? s : HandshakeStatus.FAILED;
+    }
+
+    /** Nanoseconds since the application last polled (or since the handshake began, if it never did). */
+    final long sinceLastPollNanos(long nowNanos) {
+        return nowNanos - lastPollNanos;
+    }
+
+    /** True when the peer's reply came and the application has not polled since: the next step was its to take. */
+    final boolean replyUnpolled() {
+        long reply = replyNanos;
+        return reply != 0 && lastPollNanos - reply < 0;
     }
 
     /** Why it failed, naming the cause and the fix; null unless {@link #poll()} is FAILED. */
@@ -81,6 +96,7 @@ public abstract sealed class Handshake permits InboundHandshake, OutboundHandsha
         this.connectionId = id;
         this.peerLivenessPort = livenessPort;
         this.peerPayload = payload;
+        this.replyNanos = System.nanoTime();
         return transition(HandshakeStatus.IN_PROGRESS, HandshakeStatus.ACTION_REQUIRED);
     }
 

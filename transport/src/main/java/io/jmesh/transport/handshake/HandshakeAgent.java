@@ -29,7 +29,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 /**
@@ -60,7 +60,7 @@ public final class HandshakeAgent implements AutoCloseable {
     /** The length of a handshake nonce (a HELLO's first bytes). */
     public static final int NONCE_BYTES = Frame.NONCE_LENGTH;
 
-    private static final Logger LOG = LogManager.getLogger(HandshakeAgent.class);
+    private static final Logger LOG = JmeshLog.logger(HandshakeAgent.class);
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final long MAX_IDLE_MILLIS = 100;
     private static final int ACCEPTS_PER_CYCLE = 64;

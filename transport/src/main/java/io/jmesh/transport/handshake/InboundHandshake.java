@@ -17,6 +17,13 @@ import java.util.Objects;
  * }</pre>
  */
 public final class InboundHandshake extends Handshake {
+    /**
+     * How much longer than its handshake timeout the accepting side waits for READY. The connector's own deadline
+     * started earlier, so a live connector answers first (READY, or a REJECT saying why, e.g. nobody polled it); the
+     * grace absorbs two threads' scheduling, so that reason is heard instead of a guess.
+     */
+    public static final long READY_GRACE_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(250);
+
     private final InetSocketAddress remoteAddress;
     private final InetSocketAddress localAddress;
     private final InboundSession session;

@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The connector's side of one handshake socket, on the agent thread: CONNECTING → (HELLO sent) AWAIT_CHALLENGE →
@@ -226,6 +227,20 @@ final class OutboundSession extends Session {
     @Override
     void onDeadline() {
         String limit = " timed out after " + agent.timeoutMillis() + " ms ";
+        if (state == State.AWAIT_APP && secret != null && handshake.replyUnpolled()) {
+            // nothing was wrong on the wire: the application never came back to build its sender; the listener,
+            // which would otherwise see only a closed socket, is told so too
+            long idleMs = TimeUnit.NANOSECONDS.toMillis(handshake.sinceLastPollNanos(System.nanoTime()));
+            String why = "the connecting side's Connector was not polled for " + idleMs + " ms, since before the "
+                    + "listener's ACCEPT (only Connector.poll() finishes a connect): call poll() until it returns a "
+                    + "Sender, or use Connections.connect or Connections.await, which poll for you";
+            if (handshake.fail("handshake with " + peer + via + limit + "waiting for this process: " + why)) {
+                rejectAndClose(why);
+            } else {
+                close();
+            }
+            return;
+        }
         failQuietly("handshake with " + peer + via + limit + switch (state) {
             case CONNECTING -> "while connecting: no TCP connection; check the link is up and the peer reachable "
                     + "('ping -I <local address> <peer address>')";

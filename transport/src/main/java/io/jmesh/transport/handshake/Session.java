@@ -14,7 +14,8 @@ import java.nio.channels.SocketChannel;
 abstract sealed class Session permits InboundSession, OutboundSession {
     final HandshakeAgent agent;
     final SocketChannel channel;
-    final long deadlineNanos;
+    /** Agent thread only; an inbound session waiting for READY extends it once. */
+    long deadlineNanos;
     final String peer;
     private final FrameReader reader = new FrameReader();
     SelectionKey key;
@@ -73,7 +74,8 @@ abstract sealed class Session permits InboundSession, OutboundSession {
         }
     }
 
-    private void readFrames() throws IOException {
+    /** Reads and handles every frame already received; also from a deadline, so a frame in flight still counts. */
+    final void readFrames() throws IOException {
         while (!closed) {
             switch (reader.read(channel)) {
                 case FrameReader.NEED_MORE -> {

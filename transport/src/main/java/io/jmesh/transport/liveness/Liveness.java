@@ -24,7 +24,7 @@ import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 /**
@@ -78,7 +78,7 @@ public final class Liveness implements AutoCloseable {
     static final int SEQUENCE_OFFSET = 16;
     static final int LENGTH = 24;
 
-    private static final Logger LOG = LogManager.getLogger(Liveness.class);
+    private static final Logger LOG = JmeshLog.logger(Liveness.class);
 
     private final long timeoutNanos;
     private final long intervalNanos;

@@ -14,7 +14,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 /**
@@ -29,7 +29,7 @@ import org.apache.logging.log4j.Logger;
 final class DeviceEvents implements AutoCloseable {
     static final String THREAD_NAME = "jmesh-verbs-events";
     static final int POLL_MILLIS = 100;
-    private static final Logger LOG = LogManager.getLogger(DeviceEvents.class);
+    private static final Logger LOG = JmeshLog.logger(DeviceEvents.class);
 
     /** One end of a connection whose queue pair and completion queue are watched. */
     private record Watched(Fate fate, String device, int port) {

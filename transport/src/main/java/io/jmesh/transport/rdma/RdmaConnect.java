@@ -9,7 +9,7 @@ import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.core.SendSlot;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.util.ArrayList;
@@ -24,7 +24,7 @@ import java.util.StringJoiner;
  * equally fast link to the same peer when multi-link is on (twins), each with the configured number of queue pairs.
  */
 public final class RdmaConnect extends ConnectMachine {
-    private static final Logger LOG = LogManager.getLogger(RdmaConnect.class);
+    private static final Logger LOG = JmeshLog.logger(RdmaConnect.class);
 
     private final RdmaProvider provider;
     private List<Route> routes = List.of();

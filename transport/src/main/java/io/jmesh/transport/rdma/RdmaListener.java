@@ -8,7 +8,7 @@ import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.core.ReceiveSlot;
 import io.jmesh.transport.handshake.HandshakeListener;
 import io.jmesh.transport.handshake.InboundHandshake;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.net.InetAddress;
@@ -22,7 +22,7 @@ import java.util.List;
  * describes.
  */
 public final class RdmaListener extends AcceptLoop<RdmaListener.Accepted> {
-    private static final Logger LOG = LogManager.getLogger(RdmaListener.class);
+    private static final Logger LOG = JmeshLog.logger(RdmaListener.class);
 
     /** A connection answered in the handshake: its receiver exists from the start (the ACCEPT describes it). */
     static final class Accepted extends AcceptLoop.Pending {

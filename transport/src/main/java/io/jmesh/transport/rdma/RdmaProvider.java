@@ -27,7 +27,7 @@ import io.jmesh.verbs.Verbs;
 import io.jmesh.verbs.VerbsException;
 import io.jmesh.verbs.VerbsUnavailableException;
 import io.jmesh.verbs.ffi.ibv_gid_entry;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -55,7 +55,7 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  * }</pre>
  */
 public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoutes {
-    private static final Logger LOG = LogManager.getLogger(RdmaProvider.class);
+    private static final Logger LOG = JmeshLog.logger(RdmaProvider.class);
     /** Registrations cover whole pages of this size. */
     private static final long PAGE = 4096;
 

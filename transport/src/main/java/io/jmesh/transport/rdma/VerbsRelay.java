@@ -6,7 +6,7 @@ import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.api.LocalLink;
 import io.jmesh.transport.route.PendingRequests;
 import io.jmesh.transport.route.RelayPolicy;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -36,7 +36,7 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class VerbsRelay implements AutoCloseable {
     static final String THREAD_NAME = "jmesh-verbs-relay";
-    static final Logger LOG = LogManager.getLogger(VerbsRelay.class);
+    static final Logger LOG = JmeshLog.logger(VerbsRelay.class);
 
     private final RdmaProvider provider;
     private final long timeoutNanos;

@@ -8,7 +8,7 @@ import io.jmesh.transport.net.Route;
 import io.jmesh.api.StaticRoute;
 import io.jmesh.transport.route.RouteFrame.Decoded;
 import io.jmesh.transport.route.RouteFrame.Link;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import io.jmesh.transport.agent.SelectorAgent;
@@ -59,7 +59,7 @@ public final class RouteService implements AutoCloseable {
     /** A sweep probes at most this many hosts of a link: a /22. Larger links rely on the static map. */
     static final int MAX_SWEEP_HOSTS = 1022;
     private static final int DATAGRAMS_PER_WAKE = 64;
-    private static final Logger LOG = LogManager.getLogger(RouteService.class);
+    private static final Logger LOG = JmeshLog.logger(RouteService.class);
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final List<LocalLink> links;

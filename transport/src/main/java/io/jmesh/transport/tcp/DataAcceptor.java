@@ -1,7 +1,7 @@
 package io.jmesh.transport.tcp;
 
 import io.jmesh.transport.log.WarnLimiter;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -28,7 +28,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Driven by {@link TcpListener#accept()}; not thread-safe (the listener serialises calls).
  */
 final class DataAcceptor implements AutoCloseable {
-    private static final Logger LOG = LogManager.getLogger(DataAcceptor.class);
+    private static final Logger LOG = JmeshLog.logger(DataAcceptor.class);
     static final int MAX_UNATTACHED = 64;
     private static final int ACCEPTS_PER_POLL = 64;
     /** Room for many peers' data sockets arriving at once, before accept() runs (the kernel caps it at somaxconn). */

@@ -1,7 +1,7 @@
 package io.jmesh.transport.tcp;
 
 import io.jmesh.transport.core.Fate;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -15,7 +15,7 @@ import java.nio.channels.SocketChannel;
  * means. Closing the sockets on failure tells the peer at once.
  */
 final class DataConnection extends Fate {
-    private static final Logger LOG = LogManager.getLogger(DataConnection.class);
+    private static final Logger LOG = JmeshLog.logger(DataConnection.class);
 
     final SocketChannel[] sockets;
     /** The peer's end of socket 0, e.g. "127.0.101.3:40123". */

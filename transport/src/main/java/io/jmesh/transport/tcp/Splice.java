@@ -2,7 +2,7 @@ package io.jmesh.transport.tcp;
 
 import io.jmesh.transport.route.RelayRequest;
 
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -27,7 +27,7 @@ final class Splice {
     static final int BUFFER_BYTES = 256 << 10;
     /** Rounds of source-pipe-sink per wake-up of a spliced socket: up to this many pipes' worth per direction. */
     static final int PIPE_ROUNDS = 4;
-    private static final Logger LOG = LogManager.getLogger(Splice.class);
+    private static final Logger LOG = JmeshLog.logger(Splice.class);
 
     final SocketChannel in;
     final String from;

@@ -1,6 +1,6 @@
 package io.jmesh.transport.tcp;
 
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import io.jmesh.transport.agent.SelectorAgent;
@@ -24,7 +24,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * touches its splices after {@link #adopt}.
  */
 final class SpliceWorker implements AutoCloseable {
-    private static final Logger LOG = LogManager.getLogger(SpliceWorker.class);
+    private static final Logger LOG = JmeshLog.logger(SpliceWorker.class);
     private static final long MAX_IDLE_MILLIS = 100;
 
     private record Adopted(Splice splice, InetSocketAddress next) {

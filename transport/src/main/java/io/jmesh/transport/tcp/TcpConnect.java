@@ -7,7 +7,7 @@ import io.jmesh.transport.core.Eager;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.RelayRequest;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -28,7 +28,7 @@ import java.nio.channels.SocketChannel;
  * ({@link TcpRelay}), so everything after the request is the same protocol as on a direct link.
  */
 public final class TcpConnect extends ConnectMachine {
-    private static final Logger LOG = LogManager.getLogger(TcpConnect.class);
+    private static final Logger LOG = JmeshLog.logger(TcpConnect.class);
 
     private final TcpProvider provider;
     private final int requested;

@@ -14,7 +14,7 @@ import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
 import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.RouteService;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -48,7 +48,7 @@ import java.util.Set;
  * context's timeout and limit). Registrations stay the caller's.
  */
 public final class TcpProvider implements Provider, RelayRoutes {
-    private static final Logger LOG = LogManager.getLogger(TcpProvider.class);
+    private static final Logger LOG = JmeshLog.logger(TcpProvider.class);
 
     private final List<LocalLink> links;
     private final int sockets;

@@ -1,6 +1,6 @@
 package io.jmesh.transport.tcp;
 
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -27,7 +27,7 @@ import java.util.function.Consumer;
  * and retire.
  */
 final class TcpPumps implements AutoCloseable {
-    private static final Logger LOG = LogManager.getLogger(TcpPumps.class);
+    private static final Logger LOG = JmeshLog.logger(TcpPumps.class);
     private static final long SLEEP_MS = 100;
     private static final Lane[] NONE = {};
 

@@ -8,7 +8,7 @@ import io.jmesh.transport.route.PendingRequests;
 import io.jmesh.transport.route.RelayPolicy;
 import io.jmesh.transport.route.RelayRequest;
 import io.jmesh.transport.route.RouteTable;
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import io.jmesh.transport.agent.SelectorAgent;
@@ -51,7 +51,7 @@ import java.util.concurrent.atomic.AtomicLong;
 final class TcpRelay implements AutoCloseable {
     static final String THREAD_NAME = "jmesh-relay";
     static final int MAX_SPLICES = 1024;
-    private static final Logger LOG = LogManager.getLogger(TcpRelay.class);
+    private static final Logger LOG = JmeshLog.logger(TcpRelay.class);
     private static final long MAX_IDLE_MILLIS = 100;
     /** How often held requests ask the table again (adverts come once per round). */
     private static final long ROUTE_RETRY_MILLIS = 50;

@@ -1,6 +1,6 @@
 package io.jmesh.transport.verbs;
 
-import org.apache.logging.log4j.LogManager;
+import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.util.ArrayList;
@@ -26,7 +26,7 @@ import java.util.TreeMap;
  * @param <R> the registered object, e.g. {@link MemoryRegion}
  */
 public final class RegistrationCache<R> implements AutoCloseable {
-    private static final Logger LOG = LogManager.getLogger(RegistrationCache.class);
+    private static final Logger LOG = JmeshLog.logger(RegistrationCache.class);
 
     /** Registers and deregisters page ranges. */
     public interface Registrar<R> {
