@@ -61,9 +61,7 @@ final class RingDemo {
             Registration[] dst = new Registration[n];
             out.println("[1/3] the nodes; each relays for the others and finds its neighbours over its links (UDP):");
             for (int i = 0; i < n; i++) {
-                // the environment's JMESH_* settings are for real meshes, not this loopback ring
-                fabrics[i] = Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp")
-                        .addresses(NODES.get(i).addresses()));
+                fabrics[i] = Fabric.open(DemoCommand.context(NODES.get(i).addresses()));
                 open.add(fabrics[i]);
                 src[i] = fabrics[i].register(arena.allocate(maxSize, 4096));
                 open.add(src[i]);

@@ -10,18 +10,26 @@ import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.cli.Args;
+import io.jmesh.cli.Cli;
+import io.jmesh.cli.Jmesh;
+import io.jmesh.cli.Settings;
 import io.jmesh.cli.FabricSupport;
 import io.jmesh.cli.perf.Oob;
 import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.api.ListenHandle;
 import io.jmesh.api.NoRouteException;
 
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -29,7 +37,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
+import java.util.concurrent.Callable;
 import java.util.SplittableRandom;
 import java.util.zip.CRC32C;
 
@@ -46,53 +54,75 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  * N pattern bytes (from seed S); server {@code verified bytes=N} or {@code error TEXT}. A client that cannot
  * connect sends {@code abort reason=..} instead.
  */
-public final class DoctorCommand {
+@Command(name = "doctor", mixinStandardHelpOptions = true)
+public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
     public static final int DEFAULT_PORT = 18517;
     static final int PROTOCOL = 1;
     static final int PROBE_BYTES = 65536;
 
-    private static final Map<String, String> SHORT = Args.shorts("p", "port", "h", "help");
-    private static final Set<String> VALUES = Set.of("port", "timeout", "count", "provider", "name");
-    private static final Set<String> FLAGS = Set.of("serve", "help");
+    @Option(names = {"-p", "--port"})
+    int portOption = DEFAULT_PORT;
+    @Option(names = "--timeout")
+    long timeoutSeconds = 30;
+    @Option(names = "--count")
+    long count;
+    @Option(names = "--provider")
+    String provider = "auto";
+    @Option(names = "--addresses")
+    String addresses;
+    @Option(names = "--name")
+    String nameOption;
+    @Option(names = "--serve")
+    boolean serve;
+    @Parameters
+    List<String> peers = new ArrayList<>();
 
     private final PrintStream out;
-    private final Duration timeout;
-    private final int port;
-    private final String name;
-    private final Context config;
+    private final PrintStream err;
+    private Duration timeout;
+    private int port;
+    private String name;
+    private Context config;
 
-    private DoctorCommand(PrintStream out, Duration timeout, int port, String name, Context config) {
+    public DoctorCommand(PrintStream out, PrintStream err) {
         this.out = out;
-        this.timeout = timeout;
-        this.port = port;
-        this.name = name;
-        this.config = config;
+        this.err = err;
     }
 
+    /** 'jmesh doctor' with {@code argv}, as {@link Jmesh#run(String, List, PrintStream, PrintStream)} runs it. */
     public static int run(List<String> argv, PrintStream out, PrintStream err) {
-        Args a = Args.parse(argv, SHORT, VALUES, FLAGS);
-        if (a.flag("help")) {
-            usage(out);
-            return 0;
+        return Jmesh.run("doctor", argv, out, err);
+    }
+
+    @Override
+    public String helpText() {
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        usage(new PrintStream(b, true, StandardCharsets.UTF_8));
+        return b.toString(StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public Integer call() throws IOException {
+        if (timeoutSeconds < 1 || timeoutSeconds > 3600) {
+            throw new Cli.UsageError("--timeout " + timeoutSeconds + ": expected 1 to 3600 seconds");
         }
-        Duration timeout = Duration.ofSeconds(a.integer("timeout", 30, 1, 3600));
-        int port = (int) a.integer("port", DEFAULT_PORT, 1, 65535);
-        String name = a.string("name", hostName());
-        Context config = FabricSupport.context(a.string("provider", "auto"), -1);
-        DoctorCommand d = new DoctorCommand(out, timeout, port, name, config);
-        try {
-            if (a.flag("serve")) {
-                if (!a.positional().isEmpty()) {
-                    throw new IllegalArgumentException("--serve takes no peers: the peers run 'jmesh doctor "
-                            + name + "'");
-                }
-                return d.serve(a.integer("count", 0, 0, 1_000_000));
+        if (portOption < 1 || portOption > 65535) {
+            throw new Cli.UsageError("--port " + portOption + ": expected 1 to 65535");
+        }
+        if (count < 0 || count > 1_000_000) {
+            throw new Cli.UsageError("--count " + count + ": expected 0 (serve until stopped) to 1000000");
+        }
+        timeout = Duration.ofSeconds(timeoutSeconds);
+        port = portOption;
+        name = nameOption == null ? hostName() : nameOption;
+        config = Settings.withOptions(provider, addresses, -1);
+        if (serve) {
+            if (!peers.isEmpty()) {
+                throw new Cli.UsageError("--serve takes no peers: the peers run 'jmesh doctor " + name + "'");
             }
-            return d.check(a.positional());
-        } catch (IOException e) {
-            err.println("jmesh doctor: " + e.getMessage());
-            return 1;
+            return serve(count);
         }
+        return check(peers);
     }
 
     static void usage(PrintStream out) {
@@ -109,6 +139,7 @@ public final class DoctorCommand {
         out.println("      --count N       with --serve: exit after N peers (default: serve until stopped)");
         out.println("      --timeout SECS  bound on each step (default 30)");
         out.println("      --provider P    rdma, tcp or auto (default auto)");
+        out.println("      --addresses L   the local addresses with prefixes to check (JMESH_ADDRESSES; default all)");
         out.println("      --name NAME     this node's name in the report (default: the host name)");
     }
 
