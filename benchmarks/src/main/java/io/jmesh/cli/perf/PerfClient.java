@@ -59,7 +59,7 @@ final class PerfClient {
             }
             // connected only now, when the hello can go at once: a server drops a client that stays silent (a
             // fabric can take many seconds to open on a slow node)
-            try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout())) {
+            try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout(), err)) {
                 oob.send("hello version=" + VERSION + " test=" + o.test() + " qps=" + o.qps() + " maxsize="
                         + o.maxSize() + (listener == null ? "" : " handle=" + FabricSupport.restrictOwn(
                         ListenHandle.parse(listener.handleText()), fabric.links(), o.device()))

@@ -54,7 +54,7 @@ final class PerfServer {
         Context config = o.context();
         PerfHeader header = new PerfHeader(o, out, FabricSupport.discover(config)); // before the fabric opens
         try (Fabric fabric = FabricSupport.open(config); Listener listener = fabric.listen();
-             OobServer ss = OobServer.listen(o.port(), bindAddresses(fabric))) {
+             OobServer ss = OobServer.listen(o.port(), bindAddresses(fabric), loopback())) {
             out.println(" Waiting for a client on TCP port " + ss.port() + " of " + ss.where() + " ...");
             out.flush();
             long deadline = System.nanoTime() + o.timeout().multipliedBy(10).toNanos();
@@ -76,6 +76,14 @@ final class PerfServer {
                 }
             }
         }
+    }
+
+    /**
+     * Where a client on this machine looks ('jmesh bw 127.0.0.1'): the out-of-band port listens there too, unless
+     * --oob-bind chose. Only this host reaches it, so the handle is not offered to any other network.
+     */
+    private List<InetAddress> loopback() {
+        return o.oobBind() == null ? List.of(InetAddress.getLoopbackAddress()) : List.of();
     }
 
     /** The mesh links' addresses, unless --oob-bind says otherwise (empty: every address). */

@@ -165,8 +165,8 @@ class PerfCommandTest {
     }
 
     /**
-     * The out-of-band port listens on the mesh addresses only, and a stray connection or a client of the wrong test
-     * is dropped (the wrong client is told why) while the server waits on for the right one.
+     * The out-of-band port listens on the mesh addresses (and 127.0.0.1) only, and a stray connection or a client of
+     * the wrong test is dropped (the wrong client is told why) while the server waits on for the right one.
      */
     @Test
     void strayAndWrongClientsAreDroppedAndTheServerServesTheRightOne() throws Exception {
@@ -174,9 +174,9 @@ class PerfCommandTest {
         CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
                 args(port, "127.0.90.1/24")));
         Result elsewhere = run("lat", List.of("--provider", "tcp", "--addresses", "127.0.90.2/24", "-p",
-                Integer.toString(port), "--timeout", "1", "127.0.0.1"));
+                Integer.toString(port), "--timeout", "1", "127.0.0.2"));
         assertEquals(1, elsewhere.rc());
-        assertTrue(elsewhere.err().contains("no jmesh server at 127.0.0.1:" + port), elsewhere.err());
+        assertTrue(elsewhere.err().contains("no jmesh server at 127.0.0.2:" + port), elsewhere.err());
         try (Socket stray = connect("127.0.90.1", port)) {
             stray.getOutputStream().write("GET / HTTP/1.0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
             stray.setSoTimeout(30_000);
@@ -194,7 +194,7 @@ class PerfCommandTest {
         assertEquals(0, right.rc(), right.out() + right.err());
         Result srv = server.get(60, TimeUnit.SECONDS);
         assertEquals(0, srv.rc(), srv.out() + srv.err());
-        assertTrue(srv.out().contains("of 127.0.90.1 ..."), srv.out());
+        assertTrue(srv.out().contains("of 127.0.90.1, 127.0.0.1 ..."), srv.out());
         assertTrue(srv.out().contains("a non-printable byte 0xd") && srv.out().contains("run the same command on "
                 + "both ends; still waiting"), srv.out());
     }
@@ -221,6 +221,27 @@ class PerfCommandTest {
         assertEquals(1, client.rc());
         assertTrue(client.err().contains("no jmesh server at 127.0.0.1:" + port) && client.err()
                 .contains("start the server side first"), client.err());
+        assertTrue(client.err().startsWith(" No jmesh server at 127.0.0.1:" + port + " yet ("), "said at once, "
+                + "not only after --timeout:\n" + client.err());
+    }
+
+    /**
+     * One machine, as a new user tries it: the client gives 127.0.0.1, which is none of the server's mesh addresses
+     * (here a loopback subnet of its own, as eth0's would be), and still finds the server there.
+     */
+    @Test
+    void aClientOnTheServersMachineFindsItAt127001() throws Exception {
+        int port = freePort();
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("bw",
+                args(port, "127.0.94.1/24", "--settle", "0")));
+        Result client = run("bw", args(port, "127.0.94.2/24", "-n", "200", "-s", "4K", "--settle", "0",
+                "127.0.0.1"));
+        assertEquals(0, client.rc(), client.out() + client.err());
+        Result srv = server.get(60, TimeUnit.SECONDS);
+        assertEquals(0, srv.rc(), srv.out() + srv.err());
+        assertTrue(srv.out().contains("Waiting for a client on TCP port " + port + " of 127.0.94.1, 127.0.0.1 ..."),
+                srv.out());
+        assertTrue(Pattern.compile("(?m)^ 4096\\s+200\\s").matcher(client.out()).find(), client.out());
     }
 
     @Test
