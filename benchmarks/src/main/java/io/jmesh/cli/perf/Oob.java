@@ -117,8 +117,8 @@ public final class Oob implements AutoCloseable {
             if (notes != null && now - nextNote >= 0 && now - deadline < 0) {
                 notes.println(" No jmesh server at " + host + ":" + port + " yet (" + last.getMessage() + "); "
                         + (noted ? "still retrying" : "retrying") + " until "
-                        + wait.toSeconds() + " s have passed (--timeout); start the server first ('jmesh' with the "
-                        + "same command and no address, on " + host + ")");
+                        + wait.toSeconds() + " s have passed (--timeout); start the server there first (the same "
+                        + "jmesh command without the address)");
                 notes.flush();
                 nextNote = now + 10_000_000_000L;
                 noted = true;
