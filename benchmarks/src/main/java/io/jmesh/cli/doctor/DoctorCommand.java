@@ -37,6 +37,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.SplittableRandom;
 import java.util.zip.CRC32C;
@@ -134,6 +135,12 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
         out.println("reachable over RDMA with a real queue-pair handshake and a verified message. Then it draws the");
         out.println("mesh. Every failed check prints its fix. Exit status 1 when a check failed.");
         out.println();
+        out.println("With --provider tcp (or JMESH_PROVIDER=tcp), for a mesh without RDMA: the addresses the TCP");
+        out.println("provider uses, the interface and MTU of each, each link on its own subnet, and each PEER's");
+        out.println("doctor answering, its route and a real TCP handshake with a verified message (the PEERs run");
+        out.println("'jmesh doctor --serve --provider tcp'). On one machine: 'jmesh doctor --serve --provider tcp' and");
+        out.println("'jmesh doctor --provider tcp 127.0.0.1'.");
+        out.println();
         out.println("  -p, --port PORT     out-of-band TCP port of the peers' 'jmesh doctor --serve' (default "
                 + DEFAULT_PORT + ")");
         out.println("      --count N       with --serve: exit after N peers (default: serve until stopped)");
@@ -153,62 +160,84 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
 
     // ---------------------------------------------------------------------------------------------- checking
 
+    /** The TCP mode: the provider asked for is TCP (--provider tcp, JMESH_PROVIDER=tcp or JMESH_DISABLE_RDMA=1). */
+    private boolean tcp() {
+        return Set.of("tcp", "socket").contains(config.provider());
+    }
+
     private int check(List<String> peers) {
-        DiscoveryResult found = FabricSupport.discover(config);
-        NodeReport me = NodeReport.of(NodeReport.safe(name), found);
-        List<Check> checks = new ArrayList<>(Checks.local(found, Memlock.read()));
-        out.println("jmesh doctor on " + me.name());
-        out.println();
-        checks.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
-        out.flush();
-        List<NodeReport> nodes = new ArrayList<>();
-        nodes.add(me);
-        Map<String, String> status = new LinkedHashMap<>();
-        Map<String, String> routes = new LinkedHashMap<>();
-        if (!peers.isEmpty()) {
-            Fabric fabric = null;
-            String openError = null;
+        boolean tcp = tcp();
+        Fabric fabric = null;
+        String openError = null;
+        if (tcp || !peers.isEmpty()) {
             try {
                 fabric = FabricSupport.open(config);
             } catch (RuntimeException e) {
                 openError = e.getMessage();
             }
-            try (Arena arena = Arena.ofShared()) {
-                Registration reg = fabric == null ? null : fabric.register(arena.allocate(PROBE_BYTES, 4096));
-                try {
-                    for (String peer : peers) {
-                        PeerResult r = openError != null ? PeerResult.failed(peer, null, "no transport: " + openError,
-                                "fix the local checks above first") : probe(fabric, reg, me, peer);
-                        List<Check> pc = Checks.peer(me, r);
-                        pc.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
-                        out.flush();
-                        checks.addAll(pc);
-                        if (r.report() != null && nodes.stream().noneMatch(n -> n.name().equals(r.report().name()))) {
-                            nodes.add(r.report());
-                            status.put(r.report().name(), r.error() == null && "rdma".equals(r.provider())
-                                    ? String.format(java.util.Locale.ROOT, "RDMA ok (%.1f ms)",
-                                    r.handshakeNanos() / 1e6) : "FAILED");
-                            if (r.route() != null) {
-                                routes.put(r.report().name(), r.route());
-                            }
+        }
+        try {
+            NodeReport me;
+            List<Check> checks;
+            if (tcp) {
+                me = TcpChecks.node(NodeReport.safe(name), fabric == null ? List.of() : fabric.links());
+                checks = new ArrayList<>(TcpChecks.local(me, openError));
+            } else {
+                DiscoveryResult found = FabricSupport.discover(config);
+                me = NodeReport.of(NodeReport.safe(name), found);
+                checks = new ArrayList<>(Checks.local(found, Memlock.read()));
+            }
+            out.println("jmesh doctor on " + me.name() + (tcp ? " (TCP provider)" : ""));
+            out.println();
+            checks.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
+            out.flush();
+            List<NodeReport> nodes = new ArrayList<>();
+            nodes.add(me);
+            Map<String, String> status = new LinkedHashMap<>();
+            Map<String, String> routes = new LinkedHashMap<>();
+            checkPeers(peers, fabric, openError, me, checks, nodes, status, routes);
+            out.println();
+            out.print(MeshMap.render(nodes, status, routes));
+            out.println();
+            out.println("summary: " + Checks.summary(checks));
+            return checks.stream().anyMatch(c -> c.status() == Check.Status.FAIL) ? 1 : 0;
+        } finally {
+            if (fabric != null) {
+                fabric.close();
+            }
+        }
+    }
+
+    private void checkPeers(List<String> peers, Fabric fabric, String openError, NodeReport me, List<Check> checks,
+                            List<NodeReport> nodes, Map<String, String> status, Map<String, String> routes) {
+        String expected = tcp() ? "tcp" : "rdma";
+        try (Arena arena = Arena.ofShared()) {
+            Registration reg = fabric == null || peers.isEmpty() ? null
+                    : fabric.register(arena.allocate(PROBE_BYTES, 4096));
+            try {
+                for (String peer : peers) {
+                    PeerResult r = openError != null ? PeerResult.failed(peer, null, "no transport: " + openError,
+                            "fix the local checks above first") : probe(fabric, reg, me, peer);
+                    List<Check> pc = Checks.peer(me, r, expected);
+                    pc.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
+                    out.flush();
+                    checks.addAll(pc);
+                    if (r.report() != null && nodes.stream().noneMatch(n -> n.name().equals(r.report().name()))) {
+                        nodes.add(r.report());
+                        status.put(r.report().name(), r.error() == null && expected.equals(r.provider())
+                                ? String.format(java.util.Locale.ROOT, "%s ok (%.1f ms)", tcp() ? "TCP" : "RDMA",
+                                r.handshakeNanos() / 1e6) : "FAILED");
+                        if (r.route() != null) {
+                            routes.put(r.report().name(), r.route());
                         }
-                    }
-                } finally {
-                    if (reg != null) {
-                        reg.close();
                     }
                 }
             } finally {
-                if (fabric != null) {
-                    fabric.close();
+                if (reg != null) {
+                    reg.close();
                 }
             }
         }
-        out.println();
-        out.print(MeshMap.render(nodes, status, routes));
-        out.println();
-        out.println("summary: " + Checks.summary(checks));
-        return checks.stream().anyMatch(c -> c.status() == Check.Status.FAIL) ? 1 : 0;
     }
 
     private PeerResult probe(Fabric fabric, Registration reg, NodeReport me, String peer) {
@@ -248,8 +277,11 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
                     oob.send("abort reason=handshake");
                     return PeerResult.failed(peer, them, "the queue-pair handshake over " + c.route() + " failed: "
                                     + e.getMessage(),
-                            "check that the peer's address on that link answers ('ping'), that both ports are "
-                                    + "ACTIVE with a RoCE v2 GID, and that no firewall blocks TCP between them");
+                            tcp() ? "check that the peer's address on that link answers ('ping') and that no "
+                                    + "firewall blocks TCP between the two nodes (the handshake uses an ephemeral "
+                                    + "port)" : "check that the peer's address on that link answers ('ping'), that "
+                                    + "both ports are ACTIVE with a RoCE v2 GID, and that no firewall blocks TCP "
+                                    + "between them");
                 }
                 long t1 = System.nanoTime();
                 try (s) {
@@ -310,14 +342,18 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
     // ---------------------------------------------------------------------------------------------- serving
 
     private int serve(long count) throws IOException {
-        DiscoveryResult found = FabricSupport.discover(config);
-        NodeReport me = NodeReport.of(NodeReport.safe(name), found);
-        List<Check> checks = Checks.local(found, Memlock.read());
-        out.println("jmesh doctor on " + me.name() + " (serving peers on TCP port " + port + ")");
-        checks.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
-        out.flush();
+        NodeReport me = null;
+        if (!tcp()) { // shown before the fabric opens, so that they explain why it cannot
+            DiscoveryResult found = FabricSupport.discover(config);
+            me = NodeReport.of(NodeReport.safe(name), found);
+            printServing(me, Checks.local(found, Memlock.read()));
+        }
         try (ServerSocket ss = Oob.listen(port); Fabric fabric = FabricSupport.open(config);
              Listener listener = fabric.listen(); Arena arena = Arena.ofShared()) {
+            if (me == null) { // the TCP provider's links are known once it runs
+                me = TcpChecks.node(NodeReport.safe(name), fabric.links());
+                printServing(me, TcpChecks.local(me, null));
+            }
             MemorySegment buf = arena.allocate(PROBE_BYTES, 4096);
             MemorySegment expected = arena.allocate(PROBE_BYTES, 4096);
             try (Registration reg = fabric.register(buf)) {
@@ -338,6 +374,12 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
             }
         }
         return 0;
+    }
+
+    private void printServing(NodeReport me, List<Check> checks) {
+        out.println("jmesh doctor on " + me.name() + " (serving peers on TCP port " + port + ")");
+        checks.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
+        out.flush();
     }
 
     private void answer(Oob oob, Fabric fabric, Listener listener, Registration reg, MemorySegment buf,
