@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The rules every subcommand shares: --help, --version, the exit status, one-line usage errors, JMESH_* checks. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class CliTest {
+public class CliTest {
     static final List<String> COMMANDS = List.of("demo", "devices", "doctor", "bw", "lat", "relay", "jmh");
 
     record Result(int rc, String out, String err) {
@@ -146,5 +146,47 @@ class CliTest {
         assertEquals(2, p.exitValue(), text);
         assertTrue(text.contains("jmesh demo: JMESH_PROVIDER='foo' is not valid"), text);
         assertEquals(1, text.split("did you mean JMESH_PROVIDER\\?", -1).length - 1, "warned once:\n" + text);
+    }
+
+    /** Every line of a --json run's stdout is one JSON object: no header, table or rule in between. */
+    public static List<String> jsonLines(String stdout) {
+        List<String> lines = stdout.lines().toList();
+        assertFalse(lines.isEmpty(), "no output");
+        for (String l : lines) {
+            assertTrue(l.startsWith("{\"type\":\"") && l.endsWith("}"), "not a JSON object: " + l);
+        }
+        return lines;
+    }
+
+    @Test
+    void demoJsonIsOneObjectPerTransferAndASummary() {
+        Result r = run("demo", "--json", "--sizes", "64K", "--seconds", "0.05");
+        assertEquals(0, r.rc(), r.err());
+        List<String> lines = jsonLines(r.out());
+        assertEquals(7, lines.size(), r.out());
+        assertTrue(lines.getFirst().matches("\\{\"type\":\"transfer\",\"mesh\":\"triangle\",\"from\":\"A\","
+                + "\"to\":\"B\",\"path\":\"127.0.101.0/24\",\"bytes\":65536,\"messages\":[1-9][0-9]*,"
+                + "\"mb_per_s\":[0-9.]+,\"verified\":true,\"problem\":null}"), lines.getFirst());
+        assertEquals("{\"type\":\"summary\",\"mesh\":\"triangle\",\"connections\":6,\"transfers\":6,"
+                + "\"verified\":6,\"ok\":true}", lines.getLast());
+        assertTrue(r.err().contains("jmesh demo: a three-node mesh"), "the text goes to stderr:\n" + r.err());
+    }
+
+    @Test
+    void doctorJsonIsOneObjectPerCheckAndASummary() {
+        Result r = run("doctor", "--json", "--provider", "tcp", "--addresses", "127.0.99.1/24", "--name", "n1");
+        assertEquals(0, r.rc(), r.err());
+        List<String> lines = jsonLines(r.out());
+        assertEquals("{\"type\":\"check\",\"status\":\"ok\",\"title\":\"TCP addresses: 127.0.99.1/24 (lo)\","
+                + "\"fix\":null}", lines.getFirst());
+        assertTrue(lines.getLast().matches("\\{\"type\":\"summary\",\"node\":\"n1\",\"provider\":\"tcp\","
+                + "\"ok\":[1-9],\"warnings\":0,\"failed\":0}"), lines.getLast());
+    }
+
+    @Test
+    void jsonStringsAreEscaped() {
+        assertEquals("{\"a\":\"q\\\"b\\\\s\\n\\u0001\",\"n\":null,\"x\":[1,2.5,true],\"d\":null}",
+                new Json().put("a", "q\"b\\s\n\u0001").put("n", null).put("x", List.of(1, 2.5, true))
+                        .put("d", Double.NaN).toString());
     }
 }

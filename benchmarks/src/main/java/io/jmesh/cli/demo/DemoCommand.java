@@ -13,6 +13,7 @@ import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.cli.Cli;
 import io.jmesh.cli.Jmesh;
+import io.jmesh.cli.Json;
 import io.jmesh.cli.Settings;
 import io.jmesh.cli.Sizes;
 import io.jmesh.api.ListenHandle;
@@ -74,6 +75,8 @@ public final class DemoCommand implements Callable<Integer>, Cli.HelpText {
     String sizes;
     @Option(names = "--seconds")
     double seconds = 0.3;
+    @Option(names = "--json")
+    boolean json;
     // the guest half of --softroce, started by the host half in each guest
     @Option(names = "--guest", hidden = true)
     boolean guest;
@@ -107,6 +110,8 @@ public final class DemoCommand implements Callable<Integer>, Cli.HelpText {
                   --ring       four nodes in a ring on loopback (TCP): the two diagonals go through a relay
                   --sizes      message sizes (default 64K,1M,16M; --softroce: 64K,1M)
                   --seconds    time per size and direction, more than 0, at most 60 (default 0.3)
+                  --json       each transfer and the summary as one JSON object on stdout, the text on
+                               stderr (fields: docs/cli.md; not with --softroce)
                 The JMESH_* settings apply to every node but JMESH_PROVIDER and JMESH_ADDRESSES, which the
                 loopback mesh sets itself (a bad value of any is refused all the same).
                 """;
@@ -119,6 +124,9 @@ public final class DemoCommand implements Callable<Integer>, Cli.HelpText {
         if (guest) {
             return SoftRoceDemo.guest(list == null ? List.of(65536L, 1L << 20) : list, out);
         }
+        if (json && mesh != null && mesh.softroce) {
+            throw new Cli.UsageError("--json: not with --softroce, whose guests print text; leave one out");
+        }
         if (mesh != null && mesh.softroce) {
             return SoftRoceDemo.host(spec.commandLine().getParseResult().originalArgs().stream()
                     .filter(s -> !s.equals("--softroce")).toList(), out, err);
@@ -127,7 +135,9 @@ public final class DemoCommand implements Callable<Integer>, Cli.HelpText {
             throw new Cli.UsageError("--seconds " + seconds + ": expected more than 0, at most 60");
         }
         List<Long> s = list == null ? List.of(64L << 10, 1L << 20, 16L << 20) : list;
-        return mesh != null && mesh.ring ? RingDemo.run(s, seconds, out) : local(s, seconds, out);
+        PrintStream text = json ? err : out; // --json: stdout carries only the JSON objects
+        PrintStream jsonOut = json ? out : null;
+        return mesh != null && mesh.ring ? RingDemo.run(s, seconds, text, jsonOut) : local(s, seconds, text, jsonOut);
     }
 
     /**
@@ -140,7 +150,8 @@ public final class DemoCommand implements Callable<Integer>, Cli.HelpText {
 
     // --------------------------------------------------------------------------------------------- local demo
 
-    private static int local(List<Long> sizes, double seconds, PrintStream out) throws IOException, NoRouteException {
+    private static int local(List<Long> sizes, double seconds, PrintStream out, PrintStream json)
+            throws IOException, NoRouteException {
         out.println("jmesh demo: a three-node mesh on this machine");
         out.println();
         out.println("Three jmesh nodes in this process, the TCP provider on loopback (Linux answers all of 127/8 on");
@@ -230,6 +241,7 @@ public final class DemoCommand implements Callable<Integer>, Cli.HelpText {
                                 NODES.get(j).name(), subnet[i][j], bytes(size), t.messages(), t.mbPerSecond(),
                                 t.verified() ? "verified" : "CORRUPT: " + t.problem());
                         out.flush();
+                        json(json, "triangle", NODES.get(i).name(), NODES.get(j).name(), subnet[i][j], size, t);
                     }
                 }
             }
@@ -238,9 +250,30 @@ public final class DemoCommand implements Callable<Integer>, Cli.HelpText {
                     + "verified.%n", n * (n - 1), verified, rows);
             out.println("Next: 'jmesh devices' and 'jmesh doctor' on a real mesh (docs/dgx-spark.md); "
                     + "'jmesh demo --softroce' for the same over real verbs.");
+            summary(json, "triangle", n * (n - 1), rows, verified);
             return verified == rows ? 0 : 1;
         } finally {
             CloseHelper.closeAll(e -> out.println("jmesh demo: closing failed: " + e), open.reversed());
+        }
+    }
+
+    /** One transfer as a JSON object (--json), where {@code json} is not null. */
+    static void json(PrintStream json, String mesh, String from, String to, String path, long size, Transfer t) {
+        if (json != null) {
+            json.println(new Json().put("type", "transfer").put("mesh", mesh).put("from", from).put("to", to)
+                    .put("path", path).put("bytes", size).put("messages", t.messages())
+                    .put("mb_per_s", Math.round(t.mbPerSecond() * 10) / 10.0).put("verified", t.verified())
+                    .put("problem", t.problem()));
+            json.flush();
+        }
+    }
+
+    /** The run's last JSON object (--json), where {@code json} is not null. */
+    static void summary(PrintStream json, String mesh, int connections, int transfers, int verified) {
+        if (json != null) {
+            json.println(new Json().put("type", "summary").put("mesh", mesh).put("connections", connections)
+                    .put("transfers", transfers).put("verified", verified).put("ok", verified == transfers));
+            json.flush();
         }
     }
 

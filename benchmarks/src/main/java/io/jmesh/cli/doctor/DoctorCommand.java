@@ -12,6 +12,7 @@ import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.cli.Cli;
 import io.jmesh.cli.Jmesh;
+import io.jmesh.cli.Json;
 import io.jmesh.cli.Settings;
 import io.jmesh.cli.FabricSupport;
 import io.jmesh.cli.perf.Oob;
@@ -75,10 +76,15 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
     String nameOption;
     @Option(names = "--serve")
     boolean serve;
+    @Option(names = "--json")
+    boolean jsonOption;
     @Parameters
     List<String> peers = new ArrayList<>();
 
-    private final PrintStream out;
+    /** The text a person reads: stdout, or stderr with --json. */
+    private PrintStream out;
+    /** With --json: stdout, where each check goes as one JSON object; else null. */
+    private PrintStream json;
     private final PrintStream err;
     private Duration timeout;
     private int port;
@@ -112,6 +118,10 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
         }
         if (count < 0 || count > 1_000_000) {
             throw new Cli.UsageError("--count " + count + ": expected 0 (serve until stopped) to 1000000");
+        }
+        if (jsonOption) {
+            json = out;
+            out = err;
         }
         timeout = Duration.ofSeconds(timeoutSeconds);
         port = portOption;
@@ -148,6 +158,8 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
         out.println("      --provider P    rdma, tcp or auto (default auto)");
         out.println("      --addresses L   the local addresses with prefixes to check (JMESH_ADDRESSES; default all)");
         out.println("      --name NAME     this node's name in the report (default: the host name)");
+        out.println("      --json          each check (and the summary) as one JSON object on stdout, the text on");
+        out.println("                      stderr (fields: docs/cli.md)");
     }
 
     static String hostName() {
@@ -189,7 +201,7 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
             }
             out.println("jmesh doctor on " + me.name() + (tcp ? " (TCP provider)" : ""));
             out.println();
-            checks.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
+            checks.forEach(this::emit);
             out.flush();
             List<NodeReport> nodes = new ArrayList<>();
             nodes.add(me);
@@ -200,6 +212,12 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
             out.print(MeshMap.render(nodes, status, routes));
             out.println();
             out.println("summary: " + Checks.summary(checks));
+            if (json != null) {
+                json.println(new Json().put("type", "summary").put("node", me.name()).put("provider", tcp ? "tcp"
+                        : "rdma").put("ok", count(checks, Check.Status.OK)).put("warnings", count(checks,
+                        Check.Status.WARN)).put("failed", count(checks, Check.Status.FAIL)));
+                json.flush();
+            }
             return checks.stream().anyMatch(c -> c.status() == Check.Status.FAIL) ? 1 : 0;
         } finally {
             if (fabric != null) {
@@ -219,7 +237,7 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
                     PeerResult r = openError != null ? PeerResult.failed(peer, null, "no transport: " + openError,
                             "fix the local checks above first") : probe(fabric, reg, me, peer);
                     List<Check> pc = Checks.peer(me, r, expected);
-                    pc.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
+                    pc.forEach(this::emit);
                     out.flush();
                     checks.addAll(pc);
                     if (r.report() != null && nodes.stream().noneMatch(n -> n.name().equals(r.report().name()))) {
@@ -364,8 +382,8 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
                             timeout)) {
                         answer(oob, fabric, listener, reg, buf, expected, me);
                     } catch (IOException e) {
-                        out.println("  [FAIL] a peer's check: " + e.getMessage());
-                        out.flush();
+                        emit(Check.fail("a peer's check: " + e.getMessage(), "the peer's own output names "
+                                + "the cause and its fix"));
                         if (count != 0 && e.getMessage().startsWith("no client connected")) {
                             return 1;
                         }
@@ -376,9 +394,24 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
         return 0;
     }
 
+    /** One check: its text lines, and with --json its JSON object. */
+    private void emit(Check c) {
+        out.println("  " + c.render().replace("\n", "\n  "));
+        out.flush();
+        if (json != null) {
+            json.println(new Json().put("type", "check").put("status", c.status().name().toLowerCase(
+                    java.util.Locale.ROOT)).put("title", c.title()).put("fix", c.fix()));
+            json.flush();
+        }
+    }
+
+    private static long count(List<Check> checks, Check.Status status) {
+        return checks.stream().filter(c -> c.status() == status).count();
+    }
+
     private void printServing(NodeReport me, List<Check> checks) {
         out.println("jmesh doctor on " + me.name() + " (serving peers on TCP port " + port + ")");
-        checks.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
+        checks.forEach(this::emit);
         out.flush();
     }
 
@@ -413,8 +446,8 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
             if (r == null) {
                 if (oob.ready()) {
                     String line = oob.receive();
-                    out.println("  [FAIL] peer " + peer.name() + " could not connect: " + line);
-                    out.flush();
+                    emit(Check.fail("peer " + peer.name() + " could not connect: " + line, "the peer's own output "
+                            + "names the cause and its fix"));
                     return;
                 }
                 if (System.nanoTime() - deadline > 0) {
@@ -453,9 +486,8 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
         }
         List<Check> mtu = new ArrayList<>();
         Checks.mtuMismatch(me, peer, mtu);
-        out.println("  [ OK ] peer " + peer.name() + " (" + oob.peer() + "): connected over " + fabric.provider() + ", " + bytes
-                + " bytes verified");
-        mtu.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
-        out.flush();
+        emit(Check.ok("peer " + peer.name() + " (" + oob.peer() + "): connected over " + fabric.provider() + ", "
+                + bytes + " bytes verified"));
+        mtu.forEach(this::emit);
     }
 }

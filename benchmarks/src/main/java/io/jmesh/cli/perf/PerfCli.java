@@ -117,10 +117,13 @@ public abstract sealed class PerfCli implements Callable<Integer>, Cli.HelpText 
     public Integer call() throws Exception {
         PerfOptions o = options();
         o.context(); // a bad JMESH_* setting or option value is a usage error, before any socket is opened
+        // --json: stdout carries only the JSON objects, the text a person reads goes to stderr
+        PrintStream text = o.json() ? err : out;
+        PrintStream json = o.json() ? out : null;
         if (o.isServer()) {
-            new PerfServer(o, out).run();
+            new PerfServer(o, text, json).run();
         } else {
-            new PerfClient(o, out, err).run();
+            new PerfClient(o, text, err, json).run();
         }
         return Cli.OK;
     }

@@ -36,11 +36,14 @@ final class PerfClient {
     private final PerfOptions o;
     private final PrintStream out;
     private final PrintStream err;
+    private final PrintStream json;
 
-    PerfClient(PerfOptions o, PrintStream out, PrintStream err) {
+    /** @param json where each result goes as a JSON object (--json), or null */
+    PerfClient(PerfOptions o, PrintStream out, PrintStream err, PrintStream json) {
         this.o = o;
         this.out = out;
         this.err = err;
+        this.json = json;
     }
 
     void run() throws IOException, NoRouteException {
@@ -93,12 +96,16 @@ final class PerfClient {
                 long[] totals = new long[o.qps()];
                 JitSettle jit = new JitSettle(o, err);
                 LatencyClient latency = lat ? new LatencyClient(o, jit, peerRegion) : null;
-                BandwidthClient bandwidth = lat ? null : new BandwidthClient(o, jit);
+                BandwidthClient bandwidth = lat ? null : new BandwidthClient(o, jit, json == null ? out : json);
                 for (long size : o.sizes()) {
                     String line = lat ? latency.latency(oob, senders[0], back, reg, size, totals)
                             : bandwidth.bandwidth(oob, senders, reg, size, totals);
                     out.println(line);
                     out.flush();
+                    if (json != null) {
+                        json.println(PerfReport.json(o, "client", fabric.provider(), routeText, line));
+                        json.flush();
+                    }
                     oob.send("report " + line);
                 }
                 out.println(PerfReport.RULE);

@@ -80,6 +80,8 @@ public record PerfOptions(String test, String server, String device, int gidInde
                 : "Latency (half the round trip) of jmesh isend/irecv ping-pong, printed in ib_write_lat's columns.");
         out.println("The two ends exchange jmesh listen handles over a TCP connection to SERVER:PORT (like perftest),");
         out.println("then connect over the RDMA link that shares a subnet (or -d DEV).");
+        out.println("On one machine: 'jmesh " + test + " --provider tcp' and, in a second terminal, 'jmesh " + test
+                + " --provider tcp 127.0.0.1'.");
         out.println();
         out.println("  -d, --ib-dev DEV      RDMA device to use (default: the one on the peer's subnet)");
         out.println("  -x, --gid-index N     GID index (default: the RoCE v2 GID of each address)");
@@ -87,7 +89,7 @@ public record PerfOptions(String test, String server, String device, int gidInde
         out.println("  -a, --all             sizes 2 B to 8 MiB in powers of two");
         out.println("  -n, --iters N         measured " + (bw ? "messages" : "round trips") + " per size (default "
                 + (bw ? "5000" : "1000") + ")");
-        out.println("  -D, --duration SECS   run each size for SECS instead of -n");
+        out.println("  -D, --duration SECS   run each size for SECS instead of -n" + (bw ? "; prints each second's rate" : ""));
         if (!bw) {
             out.println("      --op send|write   send: isend/irecv ping-pong (default); write: one-sided RDMA writes");
             out.println("                        (Sender.write) into the peer's memory, which polls the last byte, as");
@@ -121,5 +123,7 @@ public record PerfOptions(String test, String server, String device, int gidInde
         if (bw) {
             out.println("      --report_gbits    report Gb/s instead of MB/s (1 MB = 2^20 bytes, as perftest)");
         }
+        out.println("      --json            each result as one JSON object on stdout (and with -D each second's");
+        out.println("                        interval); the text goes to stderr then (fields: docs/cli.md)");
     }
 }

@@ -38,10 +38,13 @@ final class PerfServer {
     private static final Duration HELLO_WAIT = Duration.ofSeconds(10);
     private final PerfOptions o;
     private final PrintStream out;
+    private final PrintStream json;
 
-    PerfServer(PerfOptions o, PrintStream out) {
+    /** @param json where each result goes as a JSON object (--json), or null */
+    PerfServer(PerfOptions o, PrintStream out, PrintStream json) {
         this.o = o;
         this.out = out;
+        this.json = json;
     }
 
     /**
@@ -167,7 +170,7 @@ final class PerfServer {
                     header.print(fabric, null, "accepted " + qps + " connection(s) on " + own, qps, false, null);
                 }
                 oob.send("ready");
-                ServerLines lines = new ServerLines(o, out);
+                ServerLines lines = new ServerLines(o, out, json, fabric.provider());
                 if (echo == null) {
                     new BandwidthServer(o, lines).sink(oob, receivers, reg, maxSize);
                 } else if (write) {

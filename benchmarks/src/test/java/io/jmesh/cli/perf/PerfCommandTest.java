@@ -225,6 +225,48 @@ class PerfCommandTest {
                 + "not only after --timeout:\n" + client.err());
     }
 
+    /** --json: stdout has one object per result (and per second of a -D run) on both ends, nothing else. */
+    @Test
+    void jsonResultsAndIntervalsOnBothEnds() throws Exception {
+        int port = freePort();
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("bw",
+                args(port, "127.0.97.1/24", "--json")));
+        Result client = run("bw", args(port, "127.0.97.2/24", "-D", "2", "--settle", "0", "--json", "127.0.97.1"));
+        assertEquals(0, client.rc(), client.out() + client.err());
+        Result srv = server.get(60, TimeUnit.SECONDS);
+        assertEquals(0, srv.rc(), srv.out() + srv.err());
+        List<String> lines = io.jmesh.cli.CliTest.jsonLines(client.out());
+        assertTrue(lines.getFirst().matches("\\{\"type\":\"interval\",\"test\":\"bw\",\"bytes\":65536,"
+                + "\"start_s\":0.0,\"end_s\":1\\.[0-9]+,\"messages\":[0-9]+,\"bw\":[0-9.]+,\"unit\":\"MB/s\"}"),
+                lines.getFirst());
+        String result = "\"bytes\":65536,\"iterations\":[1-9][0-9]*,\"bw_peak\":[0-9.]+,\"bw_average\":[0-9.]+,"
+                + "\"unit\":\"MB/s\",\"msg_rate_mpps\":[0-9.]+}";
+        assertTrue(lines.getLast().matches("\\{\"type\":\"result\",\"test\":\"bw\",\"role\":\"client\","
+                + "\"provider\":\"tcp\",\"route\":\"tcp 127.0.97.2/24 -> 127.0.97.1/24\"," + result), lines.getLast());
+        assertTrue(client.err().contains("BW average[MB/sec]"), "the table goes to stderr:\n" + client.err());
+        List<String> mine = io.jmesh.cli.CliTest.jsonLines(srv.out());
+        assertEquals(1, mine.size(), srv.out());
+        assertTrue(mine.getFirst().matches("\\{\"type\":\"result\",\"test\":\"bw\",\"role\":\"server\","
+                + "\"provider\":\"tcp\",\"route\":null," + result), mine.getFirst());
+    }
+
+    @Test
+    void latencyJsonNamesEveryColumn() throws Exception {
+        int port = freePort();
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
+                args(port, "127.0.98.1/24", "--json")));
+        Result client = run("lat", args(port, "127.0.98.2/24", "-n", "50", "--settle", "0", "--json",
+                "127.0.98.1"));
+        assertEquals(0, client.rc(), client.out() + client.err());
+        assertEquals(0, server.get(60, TimeUnit.SECONDS).rc());
+        List<String> lines = io.jmesh.cli.CliTest.jsonLines(client.out());
+        assertEquals(1, lines.size(), client.out());
+        assertTrue(lines.getFirst().matches("\\{\"type\":\"result\",\"test\":\"lat\",\"role\":\"client\","
+                + "\"provider\":\"tcp\",\"route\":\"[^\"]+\",\"bytes\":2,\"iterations\":50,\"t_min_us\":[0-9.]+,"
+                + "\"t_max_us\":[0-9.]+,\"t_typical_us\":[0-9.]+,\"t_avg_us\":[0-9.]+,\"t_stdev_us\":[0-9.]+,"
+                + "\"t_p99_us\":[0-9.]+,\"t_p999_us\":[0-9.]+,\"op\":\"send\"}"), lines.getFirst());
+    }
+
     /**
      * A parking latency server looks at its control channel by time: a short run ends in seconds, not in the up
      * to ~16 s per control message that 8,192 parked polls of up to 2 ms each took.
