@@ -181,7 +181,9 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
         boolean tcp = tcp();
         Fabric fabric = null;
         String openError = null;
-        if (tcp || !peers.isEmpty()) {
+        // TCP: the provider's links are what is checked, so it runs first; RDMA: the local checks print first, as
+        // they explain a fabric that will not open
+        if (tcp) {
             try {
                 fabric = FabricSupport.open(config);
             } catch (RuntimeException e) {
@@ -207,6 +209,13 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
             nodes.add(me);
             Map<String, String> status = new LinkedHashMap<>();
             Map<String, String> routes = new LinkedHashMap<>();
+            if (!tcp && !peers.isEmpty()) {
+                try {
+                    fabric = FabricSupport.open(config);
+                } catch (RuntimeException e) {
+                    openError = e.getMessage();
+                }
+            }
             checkPeers(peers, fabric, openError, me, checks, nodes, status, routes);
             out.println();
             out.print(MeshMap.render(nodes, status, routes));
