@@ -71,7 +71,7 @@ public final class Cli {
             return USAGE;
         });
         cl.setExecutionExceptionHandler((ex, c, parsed) -> {
-            err.println(name(c) + ": " + (ex.getMessage() == null ? ex.toString() : ex.getMessage()));
+            err.println(name(c) + ": " + inCommandTerms(c, ex.getMessage() == null ? ex.toString() : ex.getMessage()));
             err.flush();
             return ex instanceof UsageError ? USAGE : FAILED;
         });
@@ -97,6 +97,21 @@ public final class Cli {
               -V, --version         jmesh's version
             Exit status: 0 ok, 1 the run failed, 2 a usage error (a bad option, argument or JMESH_* setting).
             """;
+
+    /**
+     * The transport names the settings it was given by their variables; where the user gave one as an option of this
+     * command, the message names the option instead.
+     */
+    static String inCommandTerms(CommandLine c, String message) {
+        CommandLine.ParseResult r = c.getParseResult();
+        if (r != null && r.hasMatchedOption("--addresses")) {
+            message = message.replace("JMESH_ADDRESSES lists", "--addresses lists");
+        }
+        if (c.getCommandSpec().findOption("--provider") != null) {
+            message = message.replace("(JMESH_PROVIDER=tcp)", "(--provider tcp)");
+        }
+        return message;
+    }
 
     static String name(CommandLine cl) {
         return cl.getCommandSpec().qualifiedName();

@@ -113,6 +113,15 @@ public class CliTest {
         assertEquals(1, r.err().split("local addresses with prefixes", -1).length - 1, "said once: " + r.err());
     }
 
+    /** A run-time error about a setting given as an option names the option, not the variable behind it. */
+    @Test
+    void anAddressOfAnotherHostIsNamedAsTheOption() {
+        Result r = run("relay", "--provider", "tcp", "--addresses", "192.0.2.77/24,127.0.95.9/24", "--seconds", "1");
+        assertEquals(1, r.rc(), r.out() + r.err());
+        assertTrue(r.err().startsWith("jmesh relay: --addresses lists 192.0.2.77/24, which is not an address of this "
+                + "host"), r.err());
+    }
+
     @Test
     void aRunThatFailsExitsOne() {
         // nothing listens on 127.0.95.2 (the discard port, to be sure): the peer's check fails
