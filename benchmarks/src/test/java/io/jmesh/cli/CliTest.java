@@ -92,6 +92,8 @@ public class CliTest {
                 Map.entry(List.of("bw", "--op", "write"), "only for 'jmesh lat'"),
                 Map.entry(List.of("lat", "-q", "2"), "the latency test uses one connection"),
                 Map.entry(List.of("lat", "a", "b"), "too many arguments"),
+                Map.entry(List.of("bw", "-a", "-s", "4K"), "-a and -s both choose the sizes"),
+                Map.entry(List.of("bw", "-n", "10", "-D", "2"), "-n and -D both end a size's run"),
                 Map.entry(List.of("relay", "--seconds", "-1"), "--seconds -1"),
                 Map.entry(List.of("relay", "--addresses", "nonsense"), "--addresses 'nonsense' is not valid"));
         cases.forEach((args, expected) -> {

@@ -152,6 +152,13 @@ public abstract sealed class PerfCli implements Callable<Integer>, Cli.HelpText 
                     + "leave the option out");
         }
         boolean bw = test.equals("bw");
+        if (all && size != null) {
+            throw new IllegalArgumentException("-a and -s both choose the sizes: give one of them");
+        }
+        if (iters != null && duration != null && duration > 0) {
+            throw new IllegalArgumentException("-n and -D both end a size's run (-n after a count, -D after a time): "
+                    + "give one of them");
+        }
         if (server.size() > 1) {
             throw new IllegalArgumentException("too many arguments " + server + ": give at most the server's "
                     + "address (client mode)");

@@ -86,10 +86,11 @@ public record PerfOptions(String test, String server, String device, int gidInde
         out.println("  -d, --ib-dev DEV      RDMA device to use (default: the one on the peer's subnet)");
         out.println("  -x, --gid-index N     GID index (default: the RoCE v2 GID of each address)");
         out.println("  -s, --size BYTES      message size, or a list: 4K,64K,1M (default " + (bw ? "65536" : "2") + ")");
-        out.println("  -a, --all             sizes 2 B to 8 MiB in powers of two");
+        out.println("  -a, --all             sizes 2 B to 8 MiB in powers of two (not with -s)");
         out.println("  -n, --iters N         measured " + (bw ? "messages" : "round trips") + " per size (default "
                 + (bw ? "5000" : "1000") + ")");
-        out.println("  -D, --duration SECS   run each size for SECS instead of -n" + (bw ? "; prints each second's rate" : ""));
+        out.println("  -D, --duration SECS   run each size for SECS instead of -n (not with -n)"
+                + (bw ? "; prints each second's rate" : ""));
         if (!bw) {
             out.println("      --op send|write   send: isend/irecv ping-pong (default); write: one-sided RDMA writes");
             out.println("                        (Sender.write) into the peer's memory, which polls the last byte, as");

@@ -309,7 +309,7 @@ class PerfCommandTest {
 
     @Test
     void optionsArePerftestsAndBadOnesAreRefused() {
-        PerfOptions o = PerfOptions.parse("bw", List.of("-d", "rxe0", "-x", "3", "-s", "64K", "-n", "10", "-q", "4",
+        PerfOptions o = PerfOptions.parse("bw", List.of("-d", "rxe0", "-x", "3", "-s", "64K", "-q", "4",
                 "-D", "2", "-p", "9999", "host"), System.out);
         assertEquals("rxe0", o.device());
         assertEquals(3, o.gidIndex());
@@ -319,6 +319,7 @@ class PerfCommandTest {
         assertEquals(9999, o.port());
         assertEquals("host", o.server());
         assertEquals(23, PerfOptions.parse("bw", List.of("-a"), System.out).sizes().size());
+        assertEquals(10, PerfOptions.parse("bw", List.of("-n", "10"), System.out).iterations());
         assertEquals("write", PerfOptions.parse("lat", List.of("--op", "write"), System.out).op());
         assertEquals("send", PerfOptions.parse("lat", List.of(), System.out).op());
         assertTrue(PerfOptions.parse("lat", List.of("--repost", "each"), System.out).repostEach());
