@@ -86,7 +86,7 @@ public class CliTest {
                 Map.entry(List.of("devices", "extra"), "extra"),
                 Map.entry(List.of("doctor", "--port", "0"), "--port 0: expected 1 to 65535"),
                 Map.entry(List.of("doctor", "--serve", "peer"), "--serve takes no peers"),
-                Map.entry(List.of("doctor", "--provider", "carrier-pigeon"), "--provider 'carrier-pigeon' is not valid"),
+                Map.entry(List.of("doctor", "--provider", "pigeon"), "--provider 'pigeon' is not valid"),
                 Map.entry(List.of("bw", "--frob"), "Unknown option: '--frob'"),
                 Map.entry(List.of("bw", "-n", "x"), "'x' is not a number"),
                 Map.entry(List.of("bw", "--op", "write"), "only for 'jmesh lat'"),

@@ -148,8 +148,8 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
         out.println("With --provider tcp (or JMESH_PROVIDER=tcp), for a mesh without RDMA: the addresses the TCP");
         out.println("provider uses, the interface and MTU of each, each link on its own subnet, and each PEER's");
         out.println("doctor answering, its route and a real TCP handshake with a verified message (the PEERs run");
-        out.println("'jmesh doctor --serve --provider tcp'). On one machine: 'jmesh doctor --serve --provider tcp' and");
-        out.println("'jmesh doctor --provider tcp 127.0.0.1'.");
+        out.println("'jmesh doctor --serve --provider tcp'). On one machine: 'jmesh doctor --serve --provider tcp'");
+        out.println("and 'jmesh doctor --provider tcp 127.0.0.1'.");
         out.println();
         out.println("  -p, --port PORT     out-of-band TCP port of the peers' 'jmesh doctor --serve' (default "
                 + DEFAULT_PORT + ")");
@@ -325,8 +325,9 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
             }
         } catch (IOException | RuntimeException e) {
             return PeerResult.failed(peer, them, e.getMessage(), them == null
-                    ? "start 'jmesh doctor --serve' on " + peer + " (same -p), and check that this node reaches it "
-                    + "over TCP" : "run 'jmesh doctor' on " + peer + " and fix what it reports");
+                    ? "start 'jmesh doctor --serve" + (tcp() ? " --provider tcp" : "") + "' on " + peer + " (same -p), "
+                    + "and check that this node reaches it over TCP" : "run 'jmesh doctor' on " + peer + " and fix "
+                    + "what it reports");
         }
     }
 
@@ -384,7 +385,8 @@ public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
             MemorySegment buf = arena.allocate(PROBE_BYTES, 4096);
             MemorySegment expected = arena.allocate(PROBE_BYTES, 4096);
             try (Registration reg = fabric.register(buf)) {
-                out.println("  ready: run 'jmesh doctor " + me.name() + "' (or this node's address) on the peers");
+                out.println("  ready: run 'jmesh doctor " + (tcp() ? "--provider tcp " : "") + me.name() + "' (or this "
+                        + "node's address) on the peers");
                 out.flush();
                 for (long served = 0; count == 0 || served < count; served++) {
                     try (Oob oob = Oob.accept(ss, count == 0 ? Duration.ofDays(365) : timeout.multipliedBy(10),

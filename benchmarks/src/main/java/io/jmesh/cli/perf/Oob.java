@@ -86,15 +86,16 @@ public final class Oob implements AutoCloseable {
      * client started a moment before its server must.
      */
     public static Oob connect(String host, int port, Duration wait, Duration timeout) throws IOException {
-        return connect(host, port, wait, timeout, null);
+        return connect(host, port, wait, timeout, null, "");
     }
 
     /**
      * As {@link #connect(String, int, Duration, Duration)}, saying on {@code notes} (null: nowhere) when the first
-     * try fails and every 10 s after, so that a user whose server is not up sees why nothing happens.
+     * try fails and every 10 s after, so that a user whose server is not up sees why nothing happens; {@code fix}
+     * ends the message of a connect that gave up.
      */
-    public static Oob connect(String host, int port, Duration wait, Duration timeout, java.io.PrintStream notes)
-            throws IOException {
+    public static Oob connect(String host, int port, Duration wait, Duration timeout, java.io.PrintStream notes,
+                              String fix) throws IOException {
         long start = System.nanoTime();
         long deadline = start + wait.toNanos();
         long nextNote = start;
@@ -125,10 +126,7 @@ public final class Oob implements AutoCloseable {
             }
             if (now - deadline > 0) {
                 throw new IOException("no jmesh server at " + host + ":" + port + " after " + wait.toSeconds()
-                        + " s (" + last.getMessage() + "): start the server side first (the same command without "
-                        + "an address), give one of its mesh link addresses or, on its own machine, 127.0.0.1 (a "
-                        + "'jmesh bw' or 'lat' server listens there only, unless started with --oob-bind), check -p and that no firewall blocks "
-                        + "the port", last);
+                        + " s (" + last.getMessage() + ")" + fix, last);
             }
             try {
                 Thread.sleep(100);

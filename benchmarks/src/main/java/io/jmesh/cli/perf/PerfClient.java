@@ -33,6 +33,11 @@ import static io.jmesh.cli.perf.PerfProtocol.requireField;
  * them too.
  */
 final class PerfClient {
+    private static final String NO_SERVER_FIX = ": start the server side first (the same command without an "
+            + "address), give one of its mesh link addresses or, on its own machine, 127.0.0.1 (a 'jmesh bw' or 'lat' "
+            + "server listens there only, unless started with --oob-bind), check -p and that no firewall blocks the "
+            + "port";
+
     private final PerfOptions o;
     private final PrintStream out;
     private final PrintStream err;
@@ -62,7 +67,7 @@ final class PerfClient {
             }
             // connected only now, when the hello can go at once: a server drops a client that stays silent (a
             // fabric can take many seconds to open on a slow node)
-            try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout(), err)) {
+            try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout(), err, NO_SERVER_FIX)) {
                 oob.send("hello version=" + VERSION + " test=" + o.test() + " qps=" + o.qps() + " maxsize="
                         + o.maxSize() + (listener == null ? "" : " handle=" + FabricSupport.restrictOwn(
                         ListenHandle.parse(listener.handleText()), fabric.links(), o.device()))

@@ -106,8 +106,8 @@ public record PerfOptions(String test, String server, String device, int gidInde
         out.println("      --warmup N        unmeasured " + (bw ? "messages" : "round trips")
                 + " first (default 10 % of -n)");
         out.println("      --settle SECS     then keep warming up until neither JVM's JIT compiler is busy, at most");
-        out.println("                        SECS (default 60; 0: no wait): JIT work would share the CPU with the run;");
-        out.println("                        on a busy machine other work keeps the JIT busy: use --settle 0 there");
+        out.println("                        SECS (default 60; 0: no wait): JIT work would share the CPU with the");
+        out.println("                        run; on a busy machine other work keeps the JIT busy: use --settle 0");
         out.println("  -p, --port PORT       out-of-band TCP port (default " + DEFAULT_PORT + ")");
         out.println("      --oob-bind ADDR   server: the address the out-of-band port listens on, or any (default:");
         out.println("                        this node's mesh link addresses and 127.0.0.1, so that a client on the");
