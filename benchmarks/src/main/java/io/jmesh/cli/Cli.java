@@ -58,7 +58,7 @@ public final class Cli {
         }
     }
 
-    /** Runs {@code root} with its subcommands on {@code args}; returns the exit status. */
+    /** Runs the command line {@code cl} (jmesh and its subcommands) on {@code args}; returns the exit status. */
     static int execute(CommandLine cl, String[] args, PrintStream out, PrintStream err) {
         cl.setOut(new PrintWriter(out, true, StandardCharsets.UTF_8));
         cl.setErr(new PrintWriter(err, true, StandardCharsets.UTF_8));
