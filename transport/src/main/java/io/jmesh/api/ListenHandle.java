@@ -282,8 +282,9 @@ public final class ListenHandle {
     public static ListenHandle parse(String text) {
         Objects.requireNonNull(text, "text");
         String s = text.strip();
-        String expected = " (expected e.g. " + PREFIX + ":0123456789abcdef@192.168.101.2/24:40123,"
-                + "[fd00::2]/64:40124#100)";
+        // both forms a listener prints: the TCP provider's carries its flag, verbs' a speed per address
+        String expected = " (expected e.g. " + PREFIX + "/01:0123456789abcdef@192.168.101.2/24:40123,[fd00::2]/64:40124"
+                + " from the TCP provider, or " + PREFIX + ":0123456789abcdef@192.168.101.2/24:40123#100 from verbs)";
         if (s.length() > 4 * MAX_BYTES) {
             throw bad(s.length() + " characters, more than any handle has ('" + IpPrefix.shorten(s) + "')");
         }
