@@ -7,15 +7,38 @@ import io.jmesh.transport.discovery.PortAddress;
 import io.jmesh.transport.discovery.RdmaDevice;
 import io.jmesh.transport.discovery.RdmaPort;
 
+import picocli.CommandLine.Command;
+
 import java.io.PrintStream;
+import java.util.concurrent.Callable;
 
 /**
  * {@code jmesh devices}: what ibv_devices, ibdev2netdev and show_gids tell, in one table: every RDMA device and port
  * with its netdev, each address with its prefix and the RoCE v2 GID index that carries it, port state, MTU, link
  * layer and rate; or why there are none.
  */
-final class DevicesCommand {
-    private DevicesCommand() {
+@Command(name = "devices", mixinStandardHelpOptions = true)
+final class DevicesCommand implements Callable<Integer>, Cli.HelpText {
+    private final PrintStream out;
+
+    DevicesCommand(PrintStream out) {
+        this.out = out;
+    }
+
+    @Override
+    public String helpText() {
+        return """
+                usage: jmesh devices
+
+                Every RDMA device and port in one table: netdev, addresses with prefixes, state, MTU, link layer,
+                rate and the RoCE v2 GID index of each address, or why there are none (exit status 0 either way).
+                JMESH_GID_INDEX forces a GID index as for every fabric.
+                """;
+    }
+
+    @Override
+    public Integer call() {
+        return run(out, Settings.environment());
     }
 
     static int run(PrintStream out, Context context) {

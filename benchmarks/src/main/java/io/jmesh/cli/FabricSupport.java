@@ -19,21 +19,6 @@ public final class FabricSupport {
     }
 
     /**
-     * The process's settings (system properties, environment) with a command's options on top: a provider name
-     * ("auto" or null changes nothing) and a forced GID index (-1: none).
-     */
-    public static Context context(String provider, int gidIndex) {
-        Context c = new Context();
-        if (provider != null && !provider.equals("auto")) {
-            c.provider(provider);
-        }
-        if (gidIndex >= 0) {
-            c.gidIndex(gidIndex);
-        }
-        return c;
-    }
-
-    /**
      * The handle restricted to the addresses that {@code device} can reach, so that the route selection of the
      * connector can only pick that device (what 'jmesh bw -d' means). Null device: the handle unchanged.
      *

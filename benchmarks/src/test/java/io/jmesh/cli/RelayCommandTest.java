@@ -42,15 +42,9 @@ class RelayCommandTest {
     void theEndsOfALineReachEachOtherThroughJmeshRelay() throws Exception {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         int[] rc = {-1};
-        Thread relay = Thread.ofPlatform().start(() -> {
-            try {
-                rc[0] = RelayCommand.run(List.of("--addresses", "127.72.1.2/24,127.72.2.2/24", "--provider", "tcp",
-                        "--seconds", "100"),
-                        new PrintStream(out, true, StandardCharsets.UTF_8), System.err);
-            } catch (InterruptedException e) {
-                rc[0] = 0;
-            }
-        });
+        Thread relay = Thread.ofPlatform().start(() -> rc[0] = RelayCommand.run(List.of("--addresses",
+                "127.72.1.2/24,127.72.2.2/24", "--provider", "tcp", "--seconds", "100"),
+                new PrintStream(out, true, StandardCharsets.UTF_8), System.err));
         try (Fabric a = Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp").addresses("127.72.1.1/24"));
              Fabric c = Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp").addresses("127.72.2.3/24"));
              Listener l = c.listen();

@@ -175,6 +175,12 @@ class ListenHandleTest {
                     bad);
             assertTrue(e.getMessage().startsWith("bad jmesh handle: "), e.getMessage());
         }
+        // the example in the message has the form a TCP listener really prints (its flag), not only verbs'
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ListenHandle.parse("x"));
+        String tcp = new ListenHandle(ListenHandle.FLAG_TCP_PROVIDER, 1, List.of(new ListenAddress(
+                IpPrefix.parse("192.168.101.2/24"), 40123, 0))).toString();
+        assertTrue(tcp.startsWith("jmesh1/01:") && e.getMessage().contains("e.g. jmesh1/01:0123456789abcdef@"
+                + "192.168.101.2/24:40123,"), tcp + " / " + e.getMessage());
     }
     /** The forms a bad handle's message shows are handles as listeners print them, the TCP provider's first. */
     @Test

@@ -11,9 +11,19 @@ import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.cli.Args;
+import io.jmesh.cli.Cli;
+import io.jmesh.cli.Jmesh;
+import io.jmesh.cli.Json;
+import io.jmesh.cli.Settings;
+import io.jmesh.cli.Sizes;
 import io.jmesh.api.ListenHandle;
 import io.jmesh.api.NoRouteException;
+
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -25,7 +35,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
+import java.util.concurrent.Callable;
 import java.util.SplittableRandom;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
@@ -37,7 +47,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
  * all its addresses, the link each connection chose and why, and a bandwidth table whose data is verified at the
  * receiver. Every step prints as it finishes, so nothing runs a second without output.
  */
-public final class DemoCommand {
+@Command(name = "demo", mixinStandardHelpOptions = true)
+public final class DemoCommand implements Callable<Integer>, Cli.HelpText {
     /** Node name, and its address on each link: the seeds' triangle (A-B 101, A-C 100, B-C 102) on 127.0.x. */
     record Node(String name, String addresses) {
     }
@@ -50,52 +61,97 @@ public final class DemoCommand {
     static final int DEPTH = 16;
     static final int VERIFY_MESSAGES = 3;
 
-    private static final Set<String> VALUES = Set.of("sizes", "seconds", "base");
-    private static final Set<String> FLAGS = Set.of("softroce", "ring", "help", "guest");
-
-    private DemoCommand() {
+    /** --softroce and --ring pick other meshes, so at most one of them. */
+    static final class Mesh {
+        @Option(names = "--softroce")
+        boolean softroce;
+        @Option(names = "--ring")
+        boolean ring;
     }
 
+    @ArgGroup(exclusive = true)
+    Mesh mesh;
+    @Option(names = "--sizes")
+    String sizes;
+    @Option(names = "--seconds")
+    double seconds = 0.3;
+    @Option(names = "--json")
+    boolean json;
+    // the guest half of --softroce, started by the host half in each guest
+    @Option(names = "--guest", hidden = true)
+    boolean guest;
+    @Spec
+    CommandSpec spec;
+
+    private final PrintStream out;
+    private final PrintStream err;
+
+    public DemoCommand(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+    }
+
+    /** 'jmesh demo' with {@code argv}, as {@link Jmesh#run(String, List, PrintStream, PrintStream)} runs it. */
     public static int run(List<String> argv, PrintStream out, PrintStream err) {
-        Args a = Args.parse(argv, Args.shorts("h", "help"), VALUES, FLAGS);
-        if (a.flag("help")) {
-            out.println("usage: jmesh demo [--softroce | --ring] [--sizes 64K,1M,16M] [--seconds S]");
-            out.println();
-            out.println("A three-node triangle mesh, each link on its own subnet, as in the seeds' DGX Spark guides:");
-            out.println("each node's handle with all its addresses, the link every connection chose and why, and a");
-            out.println("bandwidth table with the data verified at the receiver.");
-            out.println("  (default)    three nodes in this process, the TCP provider on loopback (127.0.10x.y)");
-            out.println("  --softroce   three Soft-RoCE guests of the testbed (QEMU, rdma_rxe), real verbs; needs root");
-            out.println("               and testbed/setup's packages (it installs them), takes a few minutes");
-            out.println("  --ring       four nodes in a ring on loopback (TCP): the two diagonals go through a relay");
-            out.println("  --sizes      message sizes (default 64K,1M,16M; --softroce: 64K,1M)");
-            out.println("  --seconds    time per size and direction (default 0.3)");
-            return 0;
+        return Jmesh.run("demo", argv, out, err);
+    }
+
+    @Override
+    public String helpText() {
+        return """
+                usage: jmesh demo [--softroce | --ring] [--sizes 64K,1M,16M] [--seconds S]
+
+                A three-node triangle mesh, each link on its own subnet, as in the seeds' DGX Spark guides:
+                each node's handle with all its addresses, the link every connection chose and why, and a
+                bandwidth table with the data verified at the receiver.
+                  (default)    three nodes in this process, the TCP provider on loopback (127.0.10x.y)
+                  --softroce   three Soft-RoCE guests of the testbed (QEMU, rdma_rxe), real verbs; needs root
+                               and testbed/setup's packages (it installs them), takes a few minutes
+                  --ring       four nodes in a ring on loopback (TCP): the two diagonals go through a relay
+                  --sizes      message sizes (default 64K,1M,16M; --softroce: 64K,1M)
+                  --seconds    time per size and direction, more than 0, at most 60 (default 0.3)
+                  --json       each transfer and the summary as one JSON object on stdout, the text on
+                               stderr (fields: docs/cli.md; not with --softroce)
+                The JMESH_* settings apply to every node but JMESH_PROVIDER and JMESH_ADDRESSES, which the
+                loopback mesh sets itself (a bad value of any is refused all the same).
+                """;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        Settings.environment(); // a bad JMESH_* value is refused before anything starts
+        List<Long> list = sizes == null ? null : Sizes.list("--sizes", sizes, 1, 1L << 28);
+        if (guest) {
+            return SoftRoceDemo.guest(list == null ? List.of(65536L, 1L << 20) : list, out);
         }
-        try {
-            if (a.flag("guest")) {
-                return SoftRoceDemo.guest(a.sizes("sizes", 0, 1, 1L << 28).getFirst() == 0 ? List.of(65536L, 1L << 20)
-                        : a.sizes("sizes", 0, 1, 1L << 28), out);
-            }
-            if (a.flag("softroce")) {
-                return SoftRoceDemo.host(argv.stream().filter(s -> !s.equals("--softroce")).toList(), out, err);
-            }
-            List<Long> sizes = a.has("sizes") ? a.sizes("sizes", 0, 1, 1L << 28)
-                    : List.of(64L << 10, 1L << 20, 16L << 20);
-            double seconds = Double.parseDouble(a.string("seconds", "0.3"));
-            if (!(seconds > 0 && seconds <= 60)) {
-                throw new IllegalArgumentException("--seconds " + seconds + ": expected more than 0, at most 60");
-            }
-            return a.flag("ring") ? RingDemo.run(sizes, seconds, out) : local(sizes, seconds, out);
-        } catch (IOException | NoRouteException | RuntimeException e) {
-            err.println("jmesh demo: " + e.getMessage());
-            return 1;
+        if (json && mesh != null && mesh.softroce) {
+            throw new Cli.UsageError("--json: not with --softroce, whose guests print text; leave one out");
         }
+        if (mesh != null && mesh.softroce) {
+            return SoftRoceDemo.host(spec.commandLine().getParseResult().originalArgs().stream()
+                    .filter(s -> !s.equals("--softroce")).toList(), out, err);
+        }
+        if (!(seconds > 0 && seconds <= 60)) {
+            throw new Cli.UsageError("--seconds " + seconds + ": expected more than 0, at most 60");
+        }
+        List<Long> s = list == null ? List.of(64L << 10, 1L << 20, 16L << 20) : list;
+        PrintStream text = json ? err : out; // --json: stdout carries only the JSON objects
+        PrintStream jsonOut = json ? out : null;
+        return mesh != null && mesh.ring ? RingDemo.run(s, seconds, text, jsonOut) : local(s, seconds, text, jsonOut);
+    }
+
+    /**
+     * A loopback node's settings: the process's JMESH_* values, but the TCP provider on {@code addresses}, which
+     * the demo's mesh needs whatever the environment says for a real one.
+     */
+    static Context context(String addresses) {
+        return Settings.environment().provider("tcp").addresses(addresses);
     }
 
     // --------------------------------------------------------------------------------------------- local demo
 
-    private static int local(List<Long> sizes, double seconds, PrintStream out) throws IOException, NoRouteException {
+    private static int local(List<Long> sizes, double seconds, PrintStream out, PrintStream json)
+            throws IOException, NoRouteException {
         out.println("jmesh demo: a three-node mesh on this machine");
         out.println();
         out.println("Three jmesh nodes in this process, the TCP provider on loopback (Linux answers all of 127/8 on");
@@ -120,9 +176,7 @@ public final class DemoCommand {
             out.println("[1/3] the nodes, each listening on all its addresses; the handle is what a peer is given:");
             for (int i = 0; i < n; i++) {
                 Node node = NODES.get(i);
-                // the environment's JMESH_* settings are for real meshes, not this loopback triangle
-                fabrics[i] = Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp")
-                        .addresses(node.addresses()));
+                fabrics[i] = Fabric.open(context(node.addresses()));
                 open.add(fabrics[i]);
                 src[i] = fabrics[i].register(arena.allocate(maxSize, 4096));
                 open.add(src[i]);
@@ -187,6 +241,7 @@ public final class DemoCommand {
                                 NODES.get(j).name(), subnet[i][j], bytes(size), t.messages(), t.mbPerSecond(),
                                 t.verified() ? "verified" : "CORRUPT: " + t.problem());
                         out.flush();
+                        json(json, "triangle", NODES.get(i).name(), NODES.get(j).name(), subnet[i][j], size, t);
                     }
                 }
             }
@@ -195,9 +250,30 @@ public final class DemoCommand {
                     + "verified.%n", n * (n - 1), verified, rows);
             out.println("Next: 'jmesh devices' and 'jmesh doctor' on a real mesh (docs/dgx-spark.md); "
                     + "'jmesh demo --softroce' for the same over real verbs.");
+            summary(json, "triangle", n * (n - 1), rows, verified);
             return verified == rows ? 0 : 1;
         } finally {
             CloseHelper.closeAll(e -> out.println("jmesh demo: closing failed: " + e), open.reversed());
+        }
+    }
+
+    /** One transfer as a JSON object (--json), where {@code json} is not null. */
+    static void json(PrintStream json, String mesh, String from, String to, String path, long size, Transfer t) {
+        if (json != null) {
+            json.println(new Json().put("type", "transfer").put("mesh", mesh).put("from", from).put("to", to)
+                    .put("path", path).put("bytes", size).put("messages", t.messages())
+                    .put("mb_per_s", Math.round(t.mbPerSecond() * 10) / 10.0).put("verified", t.verified())
+                    .put("problem", t.problem()));
+            json.flush();
+        }
+    }
+
+    /** The run's last JSON object (--json), where {@code json} is not null. */
+    static void summary(PrintStream json, String mesh, int connections, int transfers, int verified) {
+        if (json != null) {
+            json.println(new Json().put("type", "summary").put("mesh", mesh).put("connections", connections)
+                    .put("transfers", transfers).put("verified", verified).put("ok", verified == transfers));
+            json.flush();
         }
     }
 

@@ -37,7 +37,8 @@ final class RingDemo {
     private RingDemo() {
     }
 
-    static int run(List<Long> sizes, double seconds, PrintStream out) throws IOException, NoRouteException {
+    static int run(List<Long> sizes, double seconds, PrintStream out, PrintStream json)
+            throws IOException, NoRouteException {
         out.println("jmesh demo --ring: a four-node ring on this machine");
         out.println();
         out.println("Four jmesh nodes in this process, the TCP provider on loopback, each link its own subnet.");
@@ -61,9 +62,7 @@ final class RingDemo {
             Registration[] dst = new Registration[n];
             out.println("[1/3] the nodes; each relays for the others and finds its neighbours over its links (UDP):");
             for (int i = 0; i < n; i++) {
-                // the environment's JMESH_* settings are for real meshes, not this loopback ring
-                fabrics[i] = Fabric.open(Context.from(Map.of(), Map.of()).provider("tcp")
-                        .addresses(NODES.get(i).addresses()));
+                fabrics[i] = Fabric.open(DemoCommand.context(NODES.get(i).addresses()));
                 open.add(fabrics[i]);
                 src[i] = fabrics[i].register(arena.allocate(maxSize, 4096));
                 open.add(src[i]);
@@ -128,6 +127,8 @@ final class RingDemo {
                                 NODES.get(j).name(), relayed[i][j] ? "relayed" : "direct", DemoCommand.bytes(size),
                                 t.messages(), t.mbPerSecond(), t.verified() ? "verified" : "CORRUPT: " + t.problem());
                         out.flush();
+                        DemoCommand.json(json, "ring", NODES.get(i).name(), NODES.get(j).name(),
+                                relayed[i][j] ? "relayed" : "direct", size, t);
                     }
                 }
             }
@@ -143,6 +144,7 @@ final class RingDemo {
             out.printf(Locale.ROOT, "%d connections, 4 of them relayed; %d of %d transfers verified. On loopback "
                     + "every hop shares this machine's cores: the ratio shows the shape, not a real mesh's figure.%n",
                     n * (n - 1), verified, rows);
+            DemoCommand.summary(json, "ring", n * (n - 1), rows, verified);
             return verified == rows ? 0 : 1;
         } finally {
             CloseHelper.closeAll(e -> out.println("jmesh demo: closing failed: " + e), open.reversed());

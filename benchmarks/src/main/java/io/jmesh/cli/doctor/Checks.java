@@ -19,6 +19,10 @@ public final class Checks {
     /** Below this, registering the buffers of a real job fails; a warning above it until unlimited. */
     static final long MEMLOCK_MIN = 64L << 20;
 
+    /** For a node without RDMA: what to check instead (a mode of doctor that can pass, so no fix goes round). */
+    static final String TCP_INSTEAD = "for a mesh without RDMA, 'jmesh doctor --provider tcp [PEER...]' checks what "
+            + "the TCP provider needs (peers: 'jmesh doctor --serve --provider tcp')";
+
     private Checks() {
     }
 
@@ -38,7 +42,7 @@ public final class Checks {
 
     static void devices(DiscoveryResult found, List<Check> out) {
         if (found.unavailable() != null) {
-            out.add(Check.fail("RDMA devices: none", found.unavailable()));
+            out.add(Check.fail("RDMA devices: none", found.unavailable() + "; " + TCP_INSTEAD));
             return;
         }
         if (found.devices().isEmpty()) {
@@ -236,17 +240,24 @@ public final class Checks {
 
     /** What one peer showed: reachability, the real handshake, and the MTUs at both ends of every shared link. */
     public static List<Check> peer(NodeReport me, PeerResult p) {
+        return peer(me, p, "rdma");
+    }
+
+    /** As {@link #peer(NodeReport, PeerResult)}, for a check of {@code expected}'s provider ("rdma" or "tcp"). */
+    public static List<Check> peer(NodeReport me, PeerResult p, String expected) {
         List<Check> out = new ArrayList<>();
         String who = "peer " + p.peer() + (p.report() == null ? "" : " (" + p.report().name() + ")");
+        boolean tcp = expected.equals("tcp");
         if (p.error() != null) {
             out.add(Check.fail(who + ": " + p.error(), p.fix()));
-        } else if (!"rdma".equals(p.provider())) {
-            out.add(Check.fail(who + ": connected over " + p.provider() + ", not RDMA",
-                    "this node or the peer has no usable RDMA link; run 'jmesh doctor' on both and fix what it "
-                            + "reports, or set JMESH_PROVIDER=rdma to see why verbs cannot be used"));
+        } else if (!expected.equals(p.provider())) {
+            out.add(Check.fail(who + ": connected over " + p.provider() + ", not " + (tcp ? "TCP" : "RDMA"),
+                    "this node or the peer has no usable RDMA link: 'jmesh doctor' on each names the cause; "
+                            + TCP_INSTEAD));
         } else {
-            out.add(Check.ok(who + ": queue-pair handshake over " + p.route() + " in " + String.format(Locale.ROOT,
-                    "%.1f ms", p.handshakeNanos() / 1e6) + ", " + p.verifiedBytes() + " bytes sent and verified"));
+            out.add(Check.ok(who + ": " + (tcp ? "TCP" : "queue-pair") + " handshake over "
+                    + p.route() + " in " + String.format(Locale.ROOT, "%.1f ms", p.handshakeNanos() / 1e6) + ", "
+                    + p.verifiedBytes() + " bytes sent and verified"));
         }
         if (p.report() != null) {
             mtuMismatch(me, p.report(), out);
@@ -279,7 +290,7 @@ public final class Checks {
 
     private static String mtuText(NodeReport.Link l) {
         return (l.netdev().isEmpty() ? "netdev" : l.netdev()) + " " + (l.netdevMtu() > 0 ? l.netdevMtu() : "?")
-                + " / RDMA " + l.activeMtu();
+                + (l.activeMtu() > 0 ? " / RDMA " + l.activeMtu() : ""); // 0: a TCP link, which has none
     }
 
     /** "N ok, N warnings, N failed". */

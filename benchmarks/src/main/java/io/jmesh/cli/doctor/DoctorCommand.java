@@ -10,18 +10,27 @@ import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.cli.Args;
+import io.jmesh.cli.Cli;
+import io.jmesh.cli.Jmesh;
+import io.jmesh.cli.Json;
+import io.jmesh.cli.Settings;
 import io.jmesh.cli.FabricSupport;
 import io.jmesh.cli.perf.Oob;
 import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.api.ListenHandle;
 import io.jmesh.api.NoRouteException;
 
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,6 +39,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Callable;
 import java.util.SplittableRandom;
 import java.util.zip.CRC32C;
 
@@ -46,53 +56,84 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  * N pattern bytes (from seed S); server {@code verified bytes=N} or {@code error TEXT}. A client that cannot
  * connect sends {@code abort reason=..} instead.
  */
-public final class DoctorCommand {
+@Command(name = "doctor", mixinStandardHelpOptions = true)
+public final class DoctorCommand implements Callable<Integer>, Cli.HelpText {
     public static final int DEFAULT_PORT = 18517;
     static final int PROTOCOL = 1;
     static final int PROBE_BYTES = 65536;
 
-    private static final Map<String, String> SHORT = Args.shorts("p", "port", "h", "help");
-    private static final Set<String> VALUES = Set.of("port", "timeout", "count", "provider", "name");
-    private static final Set<String> FLAGS = Set.of("serve", "help");
+    @Option(names = {"-p", "--port"})
+    int portOption = DEFAULT_PORT;
+    @Option(names = "--timeout")
+    long timeoutSeconds = 30;
+    @Option(names = "--count")
+    long count;
+    @Option(names = "--provider")
+    String provider = "auto";
+    @Option(names = "--addresses")
+    String addresses;
+    @Option(names = "--name")
+    String nameOption;
+    @Option(names = "--serve")
+    boolean serve;
+    @Option(names = "--json")
+    boolean jsonOption;
+    @Parameters
+    List<String> peers = new ArrayList<>();
 
-    private final PrintStream out;
-    private final Duration timeout;
-    private final int port;
-    private final String name;
-    private final Context config;
+    /** The text a person reads: stdout, or stderr with --json. */
+    private PrintStream out;
+    /** With --json: stdout, where each check goes as one JSON object; else null. */
+    private PrintStream json;
+    private final PrintStream err;
+    private Duration timeout;
+    private int port;
+    private String name;
+    private Context config;
 
-    private DoctorCommand(PrintStream out, Duration timeout, int port, String name, Context config) {
+    public DoctorCommand(PrintStream out, PrintStream err) {
         this.out = out;
-        this.timeout = timeout;
-        this.port = port;
-        this.name = name;
-        this.config = config;
+        this.err = err;
     }
 
+    /** 'jmesh doctor' with {@code argv}, as {@link Jmesh#run(String, List, PrintStream, PrintStream)} runs it. */
     public static int run(List<String> argv, PrintStream out, PrintStream err) {
-        Args a = Args.parse(argv, SHORT, VALUES, FLAGS);
-        if (a.flag("help")) {
-            usage(out);
-            return 0;
+        return Jmesh.run("doctor", argv, out, err);
+    }
+
+    @Override
+    public String helpText() {
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        usage(new PrintStream(b, true, StandardCharsets.UTF_8));
+        return b.toString(StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public Integer call() throws IOException {
+        if (timeoutSeconds < 1 || timeoutSeconds > 3600) {
+            throw new Cli.UsageError("--timeout " + timeoutSeconds + ": expected 1 to 3600 seconds");
         }
-        Duration timeout = Duration.ofSeconds(a.integer("timeout", 30, 1, 3600));
-        int port = (int) a.integer("port", DEFAULT_PORT, 1, 65535);
-        String name = a.string("name", hostName());
-        Context config = FabricSupport.context(a.string("provider", "auto"), -1);
-        DoctorCommand d = new DoctorCommand(out, timeout, port, name, config);
-        try {
-            if (a.flag("serve")) {
-                if (!a.positional().isEmpty()) {
-                    throw new IllegalArgumentException("--serve takes no peers: the peers run 'jmesh doctor "
-                            + name + "'");
-                }
-                return d.serve(a.integer("count", 0, 0, 1_000_000));
+        if (portOption < 1 || portOption > 65535) {
+            throw new Cli.UsageError("--port " + portOption + ": expected 1 to 65535");
+        }
+        if (count < 0 || count > 1_000_000) {
+            throw new Cli.UsageError("--count " + count + ": expected 0 (serve until stopped) to 1000000");
+        }
+        if (jsonOption) {
+            json = out;
+            out = err;
+        }
+        timeout = Duration.ofSeconds(timeoutSeconds);
+        port = portOption;
+        name = nameOption == null ? hostName() : nameOption;
+        config = Settings.withOptions(provider, addresses, -1);
+        if (serve) {
+            if (!peers.isEmpty()) {
+                throw new Cli.UsageError("--serve takes no peers: the peers run 'jmesh doctor " + name + "'");
             }
-            return d.check(a.positional());
-        } catch (IOException e) {
-            err.println("jmesh doctor: " + e.getMessage());
-            return 1;
+            return serve(count);
         }
+        return check(peers);
     }
 
     static void usage(PrintStream out) {
@@ -104,12 +145,21 @@ public final class DoctorCommand {
         out.println("reachable over RDMA with a real queue-pair handshake and a verified message. Then it draws the");
         out.println("mesh. Every failed check prints its fix. Exit status 1 when a check failed.");
         out.println();
+        out.println("With --provider tcp (or JMESH_PROVIDER=tcp), for a mesh without RDMA: the addresses the TCP");
+        out.println("provider uses, the interface and MTU of each, each link on its own subnet, and each PEER's");
+        out.println("doctor answering, its route and a real TCP handshake with a verified message (the PEERs run");
+        out.println("'jmesh doctor --serve --provider tcp'). On one machine: 'jmesh doctor --serve --provider tcp'");
+        out.println("and 'jmesh doctor --provider tcp 127.0.0.1'.");
+        out.println();
         out.println("  -p, --port PORT     out-of-band TCP port of the peers' 'jmesh doctor --serve' (default "
                 + DEFAULT_PORT + ")");
         out.println("      --count N       with --serve: exit after N peers (default: serve until stopped)");
         out.println("      --timeout SECS  bound on each step (default 30)");
         out.println("      --provider P    rdma, tcp or auto (default auto)");
+        out.println("      --addresses L   the local addresses with prefixes to check (JMESH_ADDRESSES; default all)");
         out.println("      --name NAME     this node's name in the report (default: the host name)");
+        out.println("      --json          each check (and the summary) as one JSON object on stdout, the text on");
+        out.println("                      stderr (fields: docs/cli.md)");
     }
 
     static String hostName() {
@@ -122,62 +172,99 @@ public final class DoctorCommand {
 
     // ---------------------------------------------------------------------------------------------- checking
 
+    /** The TCP mode: the provider asked for is TCP (--provider tcp, JMESH_PROVIDER=tcp or JMESH_DISABLE_RDMA=1). */
+    private boolean tcp() {
+        return Set.of("tcp", "socket").contains(config.provider());
+    }
+
     private int check(List<String> peers) {
-        DiscoveryResult found = FabricSupport.discover(config);
-        NodeReport me = NodeReport.of(NodeReport.safe(name), found);
-        List<Check> checks = new ArrayList<>(Checks.local(found, Memlock.read()));
-        out.println("jmesh doctor on " + me.name());
-        out.println();
-        checks.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
-        out.flush();
-        List<NodeReport> nodes = new ArrayList<>();
-        nodes.add(me);
-        Map<String, String> status = new LinkedHashMap<>();
-        Map<String, String> routes = new LinkedHashMap<>();
-        if (!peers.isEmpty()) {
-            Fabric fabric = null;
-            String openError = null;
+        boolean tcp = tcp();
+        Fabric fabric = null;
+        String openError = null;
+        // TCP: the provider's links are what is checked, so it runs first; RDMA: the local checks print first, as
+        // they explain a fabric that will not open
+        if (tcp) {
             try {
                 fabric = FabricSupport.open(config);
             } catch (RuntimeException e) {
                 openError = e.getMessage();
             }
-            try (Arena arena = Arena.ofShared()) {
-                Registration reg = fabric == null ? null : fabric.register(arena.allocate(PROBE_BYTES, 4096));
+        }
+        try {
+            NodeReport me;
+            List<Check> checks;
+            if (tcp) {
+                me = TcpChecks.node(NodeReport.safe(name), fabric == null ? List.of() : fabric.links());
+                checks = new ArrayList<>(TcpChecks.local(me, openError));
+            } else {
+                DiscoveryResult found = FabricSupport.discover(config);
+                me = NodeReport.of(NodeReport.safe(name), found);
+                checks = new ArrayList<>(Checks.local(found, Memlock.read()));
+            }
+            out.println("jmesh doctor on " + me.name() + (tcp ? " (TCP provider)" : ""));
+            out.println();
+            checks.forEach(this::emit);
+            out.flush();
+            List<NodeReport> nodes = new ArrayList<>();
+            nodes.add(me);
+            Map<String, String> status = new LinkedHashMap<>();
+            Map<String, String> routes = new LinkedHashMap<>();
+            if (!tcp && !peers.isEmpty()) {
                 try {
-                    for (String peer : peers) {
-                        PeerResult r = openError != null ? PeerResult.failed(peer, null, "no transport: " + openError,
-                                "fix the local checks above first") : probe(fabric, reg, me, peer);
-                        List<Check> pc = Checks.peer(me, r);
-                        pc.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
-                        out.flush();
-                        checks.addAll(pc);
-                        if (r.report() != null && nodes.stream().noneMatch(n -> n.name().equals(r.report().name()))) {
-                            nodes.add(r.report());
-                            status.put(r.report().name(), r.error() == null && "rdma".equals(r.provider())
-                                    ? String.format(java.util.Locale.ROOT, "RDMA ok (%.1f ms)",
-                                    r.handshakeNanos() / 1e6) : "FAILED");
-                            if (r.route() != null) {
-                                routes.put(r.report().name(), r.route());
-                            }
+                    fabric = FabricSupport.open(config);
+                } catch (RuntimeException e) {
+                    openError = e.getMessage();
+                }
+            }
+            checkPeers(peers, fabric, openError, me, checks, nodes, status, routes);
+            out.println();
+            out.print(MeshMap.render(nodes, status, routes));
+            out.println();
+            out.println("summary: " + Checks.summary(checks));
+            if (json != null) {
+                json.println(new Json().put("type", "summary").put("node", me.name()).put("provider", tcp ? "tcp"
+                        : "rdma").put("ok", count(checks, Check.Status.OK)).put("warnings", count(checks,
+                        Check.Status.WARN)).put("failed", count(checks, Check.Status.FAIL)));
+                json.flush();
+            }
+            return checks.stream().anyMatch(c -> c.status() == Check.Status.FAIL) ? 1 : 0;
+        } finally {
+            if (fabric != null) {
+                fabric.close();
+            }
+        }
+    }
+
+    private void checkPeers(List<String> peers, Fabric fabric, String openError, NodeReport me, List<Check> checks,
+                            List<NodeReport> nodes, Map<String, String> status, Map<String, String> routes) {
+        String expected = tcp() ? "tcp" : "rdma";
+        try (Arena arena = Arena.ofShared()) {
+            Registration reg = fabric == null || peers.isEmpty() ? null
+                    : fabric.register(arena.allocate(PROBE_BYTES, 4096));
+            try {
+                for (String peer : peers) {
+                    PeerResult r = openError != null ? PeerResult.failed(peer, null, "no transport: " + openError,
+                            "fix the local checks above first") : probe(fabric, reg, me, peer);
+                    List<Check> pc = Checks.peer(me, r, expected);
+                    pc.forEach(this::emit);
+                    out.flush();
+                    checks.addAll(pc);
+                    if (r.report() != null && nodes.stream().noneMatch(n -> n.name().equals(r.report().name()))) {
+                        nodes.add(r.report());
+                        status.put(r.report().name(), r.error() == null && expected.equals(r.provider())
+                                ? String.format(java.util.Locale.ROOT, "%s ok (%.1f ms)", tcp() ? "TCP" : "RDMA",
+                                r.handshakeNanos() / 1e6) : "FAILED");
+                        if (r.route() != null) {
+                            routes.put(r.report().name(), r.route());
                         }
-                    }
-                } finally {
-                    if (reg != null) {
-                        reg.close();
                     }
                 }
             } finally {
-                if (fabric != null) {
-                    fabric.close();
+                if (reg != null) {
+                    reg.close();
                 }
             }
         }
-        out.println();
-        out.print(MeshMap.render(nodes, status, routes));
-        out.println();
-        out.println("summary: " + Checks.summary(checks));
-        return checks.stream().anyMatch(c -> c.status() == Check.Status.FAIL) ? 1 : 0;
     }
 
     private PeerResult probe(Fabric fabric, Registration reg, NodeReport me, String peer) {
@@ -217,8 +304,11 @@ public final class DoctorCommand {
                     oob.send("abort reason=handshake");
                     return PeerResult.failed(peer, them, "the queue-pair handshake over " + c.route() + " failed: "
                                     + e.getMessage(),
-                            "check that the peer's address on that link answers ('ping'), that both ports are "
-                                    + "ACTIVE with a RoCE v2 GID, and that no firewall blocks TCP between them");
+                            tcp() ? "check that the peer's address on that link answers ('ping') and that no "
+                                    + "firewall blocks TCP between the two nodes (the handshake uses an ephemeral "
+                                    + "port)" : "check that the peer's address on that link answers ('ping'), that "
+                                    + "both ports are ACTIVE with a RoCE v2 GID, and that no firewall blocks TCP "
+                                    + "between them");
                 }
                 long t1 = System.nanoTime();
                 try (s) {
@@ -235,8 +325,9 @@ public final class DoctorCommand {
             }
         } catch (IOException | RuntimeException e) {
             return PeerResult.failed(peer, them, e.getMessage(), them == null
-                    ? "start 'jmesh doctor --serve' on " + peer + " (same -p), and check that this node reaches it "
-                    + "over TCP" : "run 'jmesh doctor' on " + peer + " and fix what it reports");
+                    ? "start 'jmesh doctor --serve" + (tcp() ? " --provider tcp" : "") + "' on " + peer + " (same -p), "
+                    + "and check that this node reaches it over TCP" : "run 'jmesh doctor' on " + peer + " and fix "
+                    + "what it reports");
         }
     }
 
@@ -279,26 +370,31 @@ public final class DoctorCommand {
     // ---------------------------------------------------------------------------------------------- serving
 
     private int serve(long count) throws IOException {
-        DiscoveryResult found = FabricSupport.discover(config);
-        NodeReport me = NodeReport.of(NodeReport.safe(name), found);
-        List<Check> checks = Checks.local(found, Memlock.read());
-        out.println("jmesh doctor on " + me.name() + " (serving peers on TCP port " + port + ")");
-        checks.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
-        out.flush();
+        NodeReport me = null;
+        if (!tcp()) { // shown before the fabric opens, so that they explain why it cannot
+            DiscoveryResult found = FabricSupport.discover(config);
+            me = NodeReport.of(NodeReport.safe(name), found);
+            printServing(me, Checks.local(found, Memlock.read()));
+        }
         try (ServerSocket ss = Oob.listen(port); Fabric fabric = FabricSupport.open(config);
              Listener listener = fabric.listen(); Arena arena = Arena.ofShared()) {
+            if (me == null) { // the TCP provider's links are known once it runs
+                me = TcpChecks.node(NodeReport.safe(name), fabric.links());
+                printServing(me, TcpChecks.local(me, null));
+            }
             MemorySegment buf = arena.allocate(PROBE_BYTES, 4096);
             MemorySegment expected = arena.allocate(PROBE_BYTES, 4096);
             try (Registration reg = fabric.register(buf)) {
-                out.println("  ready: run 'jmesh doctor " + me.name() + "' (or this node's address) on the peers");
+                out.println("  ready: run 'jmesh doctor " + (tcp() ? "--provider tcp " : "") + me.name() + "' (or this "
+                        + "node's address) on the peers");
                 out.flush();
                 for (long served = 0; count == 0 || served < count; served++) {
                     try (Oob oob = Oob.accept(ss, count == 0 ? Duration.ofDays(365) : timeout.multipliedBy(10),
                             timeout)) {
                         answer(oob, fabric, listener, reg, buf, expected, me);
                     } catch (IOException e) {
-                        out.println("  [FAIL] a peer's check: " + e.getMessage());
-                        out.flush();
+                        emit(Check.fail("a peer's check: " + e.getMessage(), "the peer's own output names "
+                                + "the cause and its fix"));
                         if (count != 0 && e.getMessage().startsWith("no client connected")) {
                             return 1;
                         }
@@ -307,6 +403,27 @@ public final class DoctorCommand {
             }
         }
         return 0;
+    }
+
+    /** One check: its text lines, and with --json its JSON object. */
+    private void emit(Check c) {
+        out.println("  " + c.render().replace("\n", "\n  "));
+        out.flush();
+        if (json != null) {
+            json.println(new Json().put("type", "check").put("status", c.status().name().toLowerCase(
+                    java.util.Locale.ROOT)).put("title", c.title()).put("fix", c.fix()));
+            json.flush();
+        }
+    }
+
+    private static long count(List<Check> checks, Check.Status status) {
+        return checks.stream().filter(c -> c.status() == status).count();
+    }
+
+    private void printServing(NodeReport me, List<Check> checks) {
+        out.println("jmesh doctor on " + me.name() + " (serving peers on TCP port " + port + ")");
+        checks.forEach(this::emit);
+        out.flush();
     }
 
     private void answer(Oob oob, Fabric fabric, Listener listener, Registration reg, MemorySegment buf,
@@ -340,8 +457,8 @@ public final class DoctorCommand {
             if (r == null) {
                 if (oob.ready()) {
                     String line = oob.receive();
-                    out.println("  [FAIL] peer " + peer.name() + " could not connect: " + line);
-                    out.flush();
+                    emit(Check.fail("peer " + peer.name() + " could not connect: " + line, "the peer's own output "
+                            + "names the cause and its fix"));
                     return;
                 }
                 if (System.nanoTime() - deadline > 0) {
@@ -380,9 +497,8 @@ public final class DoctorCommand {
         }
         List<Check> mtu = new ArrayList<>();
         Checks.mtuMismatch(me, peer, mtu);
-        out.println("  [ OK ] peer " + peer.name() + " (" + oob.peer() + "): connected over " + fabric.provider() + ", " + bytes
-                + " bytes verified");
-        mtu.forEach(c -> out.println("  " + c.render().replace("\n", "\n  ")));
-        out.flush();
+        emit(Check.ok("peer " + peer.name() + " (" + oob.peer() + "): connected over " + fabric.provider() + ", "
+                + bytes + " bytes verified"));
+        mtu.forEach(this::emit);
     }
 }

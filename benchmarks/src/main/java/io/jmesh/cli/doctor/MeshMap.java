@@ -60,8 +60,8 @@ public final class MeshMap {
         for (Edge e : edges) {
             String mid = String.format(Locale.ROOT, "==[ %-18s %8s  MTU %-4s ]==", e.subnet(),
                     speed(Math.min(nonZero(e.la().speedMbps()), nonZero(e.lb().speedMbps()))),
-                    e.la().activeMtu() == e.lb().activeMtu() ? Integer.toString(e.la().activeMtu())
-                            : e.la().activeMtu() + "/" + e.lb().activeMtu());
+                    mtu(e.la()) == mtu(e.lb()) ? Integer.toString(mtu(e.la()))
+                            : mtu(e.la()) + "/" + mtu(e.lb()));
             String what = e.a().name().equals(me) ? status.getOrDefault(e.b().name(), "")
                     : e.b().name().equals(me) ? status.getOrDefault(e.a().name(), "") : "(reported by the peers)";
             sb.append(String.format(Locale.ROOT, "  %-" + w + "s  %-8s %-15s %s %-15s %-8s  %-" + w + "s  %s",
@@ -75,7 +75,7 @@ public final class MeshMap {
                 if (!linked) {
                     sb.append(String.format(Locale.ROOT, "  %-" + w + "s  %-8s %-15s ==[ %-18s %8s  MTU %-4s ]== %s",
                             n.name(), l.device(), l.address().address().getHostAddress(), l.address().network(),
-                            speed(l.speedMbps()), l.activeMtu(), nodes.size() == 1 ? "(give peers to see who is "
+                            speed(l.speedMbps()), mtu(l), nodes.size() == 1 ? "(give peers to see who is "
                                     + "there)" : "no node checked here is on this subnet")).append('\n');
                 }
             }
@@ -178,5 +178,10 @@ public final class MeshMap {
             return "? Gb/s";
         }
         return mbps % 1000 == 0 ? mbps / 1000 + " Gb/s" : String.format(Locale.ROOT, "%.1f Gb/s", mbps / 1000.0);
+    }
+
+    /** The RDMA MTU of a link, or its interface's for a TCP link (which has none). */
+    private static int mtu(NodeReport.Link l) {
+        return l.activeMtu() > 0 ? l.activeMtu() : l.netdevMtu();
     }
 }

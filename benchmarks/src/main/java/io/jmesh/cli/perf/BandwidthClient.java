@@ -6,19 +6,23 @@ import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 
 import java.io.IOException;
+import java.io.PrintStream;
 
 import static io.jmesh.cli.perf.JitSettle.ROUND_NS;
 import static io.jmesh.cli.perf.Requests.RING;
 
 /** The bw client: streams messages over every connection, size by size, and reports each. */
 final class BandwidthClient {
-
+    private static final long INTERVAL_NS = 1_000_000_000L;
     private final PerfOptions o;
     private final JitSettle jit;
+    private final PrintStream progress;
 
-    BandwidthClient(PerfOptions o, JitSettle jit) {
+    /** @param progress where a timed run ('-D') prints one line per second, as iperf3 does */
+    BandwidthClient(PerfOptions o, JitSettle jit, PrintStream progress) {
         this.o = o;
         this.jit = jit;
+        this.progress = progress;
     }
 
     /** Sends warm-up and then measured messages round-robin over the connections; returns the result line. */
@@ -35,12 +39,12 @@ final class BandwidthClient {
         // warm-up takes the measurement's code path (peak window too): a branch first taken when measuring would be
         // compiled then, on the measurement's CPU time
         long[] scratch = new long[peakWindow];
-        stream(s, reg, size, ring, posted, done, warm, 0, scratch);
-        jit.settle(oob, size, () -> stream(s, reg, size, ring, posted, done, -1, ROUND_NS, scratch));
+        stream(s, reg, size, ring, posted, done, warm, 0, scratch, false);
+        jit.settle(oob, size, () -> stream(s, reg, size, ring, posted, done, -1, ROUND_NS, scratch, false));
         long start = System.nanoTime();
         long measured = o.duration() > 0 ? stream(s, reg, size, ring, posted, done, -1,
-                o.duration() * 1_000_000_000L, window) : stream(s, reg, size, ring, posted, done, o.iterations(), 0,
-                window);
+                o.duration() * 1_000_000_000L, window, true) : stream(s, reg, size, ring, posted, done,
+                o.iterations(), 0, window, false);
         long elapsed = System.nanoTime() - start;
         double peakNs = window[0];
         for (int c = 0; c < q; c++) {
@@ -60,10 +64,11 @@ final class BandwidthClient {
     /**
      * Keeps up to depth messages in flight per connection until {@code count} messages (or, when count < 0, until
      * {@code durationNs}) have completed. {@code peak}, when given, receives in [0] the shortest time taken by
-     * {@code peak.length} consecutive completions. Returns the messages completed.
+     * {@code peak.length} consecutive completions. With {@code intervals}, prints a line each second (one string a
+     * second is all this loop allocates). Returns the messages completed.
      */
     private long stream(Sender[] s, Registration reg, long size, int[][] ring, long[] posted, long[] done, long count,
-                        long durationNs, long[] peak) throws IOException {
+                        long durationNs, long[] peak, boolean intervals) throws IOException {
         int q = s.length;
         long sent = 0;
         long completed = 0;
@@ -76,6 +81,9 @@ final class BandwidthClient {
         boolean stop = count == 0;
         long now = start;
         IdleStrategy idler = o.poll().idleStrategy();
+        long nextInterval = start + INTERVAL_NS;
+        long intervalStart = start;
+        long intervalFrom = 0;
         for (long spin = 0; ; spin++) {
             boolean progress = false;
             for (int c = 0; c < q; c++) {
@@ -131,6 +139,14 @@ final class BandwidthClient {
                 }
                 if (count < 0 && !stop && now - start >= durationNs) {
                     stop = true;
+                }
+                if (intervals && now - nextInterval >= 0) {
+                    this.progress.println(PerfReport.interval(o, size, (intervalStart - start) / 1e9,
+                            (now - start) / 1e9, completed - intervalFrom));
+                    this.progress.flush();
+                    intervalStart = now;
+                    intervalFrom = completed;
+                    nextInterval = now + INTERVAL_NS;
                 }
             }
         }

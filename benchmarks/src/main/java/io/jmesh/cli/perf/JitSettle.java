@@ -49,7 +49,8 @@ final class JitSettle {
             }
             if (System.nanoTime() - start > o.settle().toNanos()) {
                 err.println(" jmesh " + o.test() + ": size " + size + ": the JIT compiler was still busy after "
-                        + o.settle().toSeconds() + " s of warm-up, measuring anyway (raise --settle)");
+                        + o.settle().toSeconds() + " s of warm-up, measuring anyway; "
+                        + "on a busy machine other work keeps it busy, and --settle 0 skips this wait");
                 err.flush();
                 return;
             }

@@ -18,6 +18,11 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 /** The lat server's loops: echo every message back (isend/irecv), or every one-sided write (--op write). */
 final class LatencyServer {
     private static final VarHandle BYTE = JAVA_BYTE.varHandle();
+    /**
+     * How often an idle loop looks at the control channel. By time, not by loop count: a count sized for spinning
+     * (thousands of polls a millisecond) made a parking loop (up to 2 ms a poll) notice the client's 'bye' ~16 s late.
+     */
+    static final long CONTROL_CHECK_NS = 1_000_000;
 
     private final PerfOptions o;
     private final ServerLines lines;
@@ -46,7 +51,7 @@ final class LatencyServer {
         long target = -1;
         long lastProgress = System.nanoTime();
         long timeoutNs = o.timeout().toNanos();
-        for (long spin = 0; ; spin++) {
+        for (long nextCheck = System.nanoTime(); ; ) {
             int recv = ring[(int) (received % LAT_AHEAD)];
             int t = r.test(recv);
             if (t == 1) {
@@ -74,8 +79,9 @@ final class LatencyServer {
                 oob.send("done");
                 target = -1;
             }
-            if ((spin & 8191) == 0 && t != 1) { // the check is a syscall: rarely, between echoes
-                long now = System.nanoTime();
+            long now = t == 1 ? 0 : System.nanoTime(); // the check is a syscall: only between echoes
+            if (t != 1 && now - nextCheck >= 0) {
+                nextCheck = now + CONTROL_CHECK_NS;
                 if (lines.pending(oob, now, lastProgress)) {
                     String line = lines.control(oob);
                     if (line == null) {
@@ -112,7 +118,7 @@ final class LatencyServer {
         long target = -1;
         long lastProgress = System.nanoTime();
         long timeoutNs = o.timeout().toNanos();
-        for (long spin = 0; ; spin++) {
+        for (long nextCheck = System.nanoTime(); ; ) {
             boolean got = size > 0 && (byte) BYTE.getAcquire(mem, maxSize + size - 1) == mark(echoed);
             if (got) {
                 mem.set(JAVA_BYTE, size - 1, mark(echoed));
@@ -129,8 +135,9 @@ final class LatencyServer {
                 oob.send("done");
                 target = -1;
             }
-            if ((spin & 8191) == 0 && !got) { // the check is a syscall: rarely, between echoes
-                long now = System.nanoTime();
+            long now = got ? 0 : System.nanoTime(); // the check is a syscall: only between echoes
+            if (!got && now - nextCheck >= 0) {
+                nextCheck = now + CONTROL_CHECK_NS;
                 if (lines.pending(oob, now, lastProgress)) {
                     String line = lines.control(oob);
                     if (line == null) {

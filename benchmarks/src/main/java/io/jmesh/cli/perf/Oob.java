@@ -86,7 +86,20 @@ public final class Oob implements AutoCloseable {
      * client started a moment before its server must.
      */
     public static Oob connect(String host, int port, Duration wait, Duration timeout) throws IOException {
-        long deadline = System.nanoTime() + wait.toNanos();
+        return connect(host, port, wait, timeout, null, "");
+    }
+
+    /**
+     * As {@link #connect(String, int, Duration, Duration)}, saying on {@code notes} (null: nowhere) when the first
+     * try fails and every 10 s after, so that a user whose server is not up sees why nothing happens; {@code fix}
+     * ends the message of a connect that gave up.
+     */
+    public static Oob connect(String host, int port, Duration wait, Duration timeout, java.io.PrintStream notes,
+                              String fix) throws IOException {
+        long start = System.nanoTime();
+        long deadline = start + wait.toNanos();
+        long nextNote = start;
+        boolean noted = false;
         IOException last;
         while (true) {
             Socket s = new Socket();
@@ -101,12 +114,19 @@ public final class Oob implements AutoCloseable {
                 s.close();
                 last = e;
             }
-            if (System.nanoTime() - deadline > 0) {
+            long now = System.nanoTime();
+            if (notes != null && now - nextNote >= 0 && now - deadline < 0) {
+                notes.println(" No jmesh server at " + host + ":" + port + " yet (" + last.getMessage() + "); "
+                        + (noted ? "still retrying" : "retrying") + " until "
+                        + wait.toSeconds() + " s have passed (--timeout); start the server there first (the same "
+                        + "jmesh command without the address)");
+                notes.flush();
+                nextNote = now + 10_000_000_000L;
+                noted = true;
+            }
+            if (now - deadline > 0) {
                 throw new IOException("no jmesh server at " + host + ":" + port + " after " + wait.toSeconds()
-                        + " s (" + last.getMessage() + "): start the server side first (the same command without "
-                        + "an address), give one of its mesh link addresses (a 'jmesh bw' or 'lat' server listens "
-                        + "there only, unless started with --oob-bind any), check -p and that no firewall blocks "
-                        + "the port", last);
+                        + " s (" + last.getMessage() + ")" + fix, last);
             }
             try {
                 Thread.sleep(100);

@@ -23,7 +23,7 @@ public final class OobServer implements AutoCloseable {
     private final String where;
     private final int port;
 
-    private OobServer(int port, List<InetAddress> addresses) throws IOException {
+    private OobServer(int port, List<InetAddress> addresses, List<InetAddress> ifFree) throws IOException {
         this.selector = Selector.open();
         StringJoiner j = new StringJoiner(", ");
         try {
@@ -34,6 +34,8 @@ public final class OobServer implements AutoCloseable {
                 InetSocketAddress at = a == null ? new InetSocketAddress(port) : new InetSocketAddress(a, port);
                 try {
                     ch.bind(at);
+                    // port 0 (tests): every address on the one port the first bind got
+                    port = ((InetSocketAddress) ch.getLocalAddress()).getPort();
                 } catch (IOException e) {
                     throw new IOException("cannot listen on TCP port " + port + (a == null ? "" : " of "
                             + a.getHostAddress()) + " for the out-of-band exchange (" + e.getMessage() + "): another "
@@ -43,17 +45,40 @@ public final class OobServer implements AutoCloseable {
                 ch.register(selector, SelectionKey.OP_ACCEPT);
                 j.add(a == null ? "every address" : a.getHostAddress());
             }
+            for (InetAddress a : addresses.isEmpty() ? List.<InetAddress>of() : ifFree) {
+                if (addresses.contains(a)) {
+                    continue;
+                }
+                ServerSocketChannel ch = ServerSocketChannel.open();
+                try {
+                    ch.setOption(java.net.StandardSocketOptions.SO_REUSEADDR, true);
+                    ch.bind(new InetSocketAddress(a, port));
+                    ch.configureBlocking(false);
+                    ch.register(selector, SelectionKey.OP_ACCEPT);
+                    channels.add(ch);
+                    j.add(a.getHostAddress());
+                } catch (IOException e) {
+                    // another server on this host has it: a convenience, so this one goes without
+                    ch.close();
+                }
+            }
         } catch (IOException | RuntimeException e) {
             close();
             throw e;
         }
         this.where = j.toString();
-        this.port = ((InetSocketAddress) channels.getFirst().getLocalAddress()).getPort();
+        this.port = port;
     }
 
     /** Listens on {@code port} (0: an ephemeral one, for tests) of each address; none: every address. */
     public static OobServer listen(int port, List<InetAddress> addresses) throws IOException {
-        return new OobServer(port, addresses);
+        return new OobServer(port, addresses, List.of());
+    }
+
+    /** As {@link #listen(int, List)}, and also on each of {@code ifFree} where the port is free there. */
+    public static OobServer listen(int port, List<InetAddress> addresses, List<InetAddress> ifFree)
+            throws IOException {
+        return new OobServer(port, addresses, ifFree);
     }
 
     public int port() {

@@ -33,14 +33,22 @@ import static io.jmesh.cli.perf.PerfProtocol.requireField;
  * them too.
  */
 final class PerfClient {
+    private static final String NO_SERVER_FIX = ": start the server side first (the same command without an "
+            + "address), give one of its mesh link addresses or, on its own machine, 127.0.0.1 (a 'jmesh bw' or 'lat' "
+            + "server listens there only, unless started with --oob-bind), check -p and that no firewall blocks the "
+            + "port";
+
     private final PerfOptions o;
     private final PrintStream out;
     private final PrintStream err;
+    private final PrintStream json;
 
-    PerfClient(PerfOptions o, PrintStream out, PrintStream err) {
+    /** @param json where each result goes as a JSON object (--json), or null */
+    PerfClient(PerfOptions o, PrintStream out, PrintStream err, PrintStream json) {
         this.o = o;
         this.out = out;
         this.err = err;
+        this.json = json;
     }
 
     void run() throws IOException, NoRouteException {
@@ -59,7 +67,7 @@ final class PerfClient {
             }
             // connected only now, when the hello can go at once: a server drops a client that stays silent (a
             // fabric can take many seconds to open on a slow node)
-            try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout())) {
+            try (Oob oob = Oob.connect(o.server(), o.port(), o.timeout(), o.timeout(), err, NO_SERVER_FIX)) {
                 oob.send("hello version=" + VERSION + " test=" + o.test() + " qps=" + o.qps() + " maxsize="
                         + o.maxSize() + (listener == null ? "" : " handle=" + FabricSupport.restrictOwn(
                         ListenHandle.parse(listener.handleText()), fabric.links(), o.device()))
@@ -93,12 +101,16 @@ final class PerfClient {
                 long[] totals = new long[o.qps()];
                 JitSettle jit = new JitSettle(o, err);
                 LatencyClient latency = lat ? new LatencyClient(o, jit, peerRegion) : null;
-                BandwidthClient bandwidth = lat ? null : new BandwidthClient(o, jit);
+                BandwidthClient bandwidth = lat ? null : new BandwidthClient(o, jit, json == null ? out : json);
                 for (long size : o.sizes()) {
                     String line = lat ? latency.latency(oob, senders[0], back, reg, size, totals)
                             : bandwidth.bandwidth(oob, senders, reg, size, totals);
                     out.println(line);
                     out.flush();
+                    if (json != null) {
+                        json.println(PerfReport.json(o, "client", fabric.provider(), routeText, line));
+                        json.flush();
+                    }
                     oob.send("report " + line);
                 }
                 out.println(PerfReport.RULE);

@@ -1,9 +1,7 @@
 package io.jmesh.cli.perf;
 
 import io.jmesh.api.CloseHelper;
-import io.jmesh.api.NoRouteException;
 
-import java.io.IOException;
 import java.io.PrintStream;
 import java.util.List;
 
@@ -34,21 +32,7 @@ public final class PerfCommand {
 
     /** Runs 'jmesh bw' or 'jmesh lat' with the given arguments; returns the exit status. */
     public static int run(String test, List<String> argv, PrintStream out, PrintStream err) {
-        PerfOptions o = PerfOptions.parse(test, argv, out);
-        if (o == null) {
-            return 0;
-        }
-        try {
-            if (o.isServer()) {
-                new PerfServer(o, out).run();
-            } else {
-                new PerfClient(o, out, err).run();
-            }
-            return 0;
-        } catch (IOException | RuntimeException | NoRouteException e) {
-            err.println("jmesh " + test + ": " + e.getMessage());
-            return 1;
-        }
+        return io.jmesh.cli.Jmesh.run(test, argv, out, err);
     }
 
     /**

@@ -1,11 +1,7 @@
 package io.jmesh.cli.perf;
 
-import io.jmesh.cli.Args;
-
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 
 /**
  * The options of 'jmesh bw' and 'jmesh lat', named as perftest's where perftest has them, so that the two can be run
@@ -35,105 +31,26 @@ import java.util.Set;
  *                    address, or one address
  * @param repostEach  lat only: repost each receive on its own as soon as its echo is in, announced at once (as NCCL's
  *                    proxy posts them), instead of LAT_AHEAD / 2 at a time with one announcement
+ * @param json        print each result as one JSON object (docs/cli.md) instead of perftest's columns
  */
 public record PerfOptions(String test, String server, String device, int gidIndex, List<Long> sizes, long iterations,
                           long warmup, int qps, int depth, int duration, int port, String provider, Duration timeout,
                           boolean gbits, String addresses, PollMode poll, Duration settle, String op,
-                          String oobBind, boolean repostEach) {
+                          String oobBind, boolean repostEach, boolean json) {
     /** perftest's default port is 18515; one above it lets both run at once. */
     public static final int DEFAULT_PORT = 18516;
     /** The transport's limit of requests in flight per connection. */
     public static final int MAX_DEPTH = 32;
     public static final long MAX_SIZE = 1L << 30;
 
-    private static final Map<String, String> SHORT = Args.shorts("d", "ib-dev", "x", "gid-index", "s", "size",
-            "n", "iters", "q", "qp", "D", "duration", "p", "port", "t", "tx-depth", "a", "all", "h", "help",
-            "R", "rdma_cm", "F", "CPU-freq");
-    private static final Set<String> VALUES = Set.of("ib-dev", "gid-index", "size", "iters", "qp", "duration", "port",
-            "tx-depth", "provider", "timeout", "warmup", "addresses", "poll", "settle", "op", "oob-bind", "repost");
-    private static final Set<String> FLAGS = Set.of("all", "help", "report_gbits", "report-gbits", "rdma_cm",
-            "CPU-freq");
-
-    /** @return the options, or null when --help was asked for (the usage is printed then) */
+    /** Parses {@code argv} as 'jmesh TEST' would; null when --help was asked for (the usage is printed then). */
     public static PerfOptions parse(String test, List<String> argv, java.io.PrintStream out) {
-        Args a = Args.parse(argv, SHORT, VALUES, FLAGS);
-        if (a.flag("help")) {
-            usage(test, out);
-            return null;
-        }
-        if (a.flag("rdma_cm")) {
-            throw new IllegalArgumentException("-R/--rdma_cm: jmesh connects with its own handshake, not rdma_cm; "
-                    + "leave the option out");
-        }
-        boolean bw = test.equals("bw");
-        if (a.positional().size() > 1) {
-            throw new IllegalArgumentException("too many arguments " + a.positional() + ": give at most the server's "
-                    + "address (client mode)");
-        }
-        List<Long> sizes;
-        if (a.flag("all")) {
-            sizes = new java.util.ArrayList<>();
-            for (int e = 1; e <= 23; e++) {
-                sizes.add(1L << e);
-            }
-        } else {
-            sizes = a.sizes("size", bw ? 65536 : 2, 1, MAX_SIZE);
-        }
-        int qps = (int) a.integer("qp", 1, 1, 64);
-        if (!bw && qps != 1) {
-            throw new IllegalArgumentException("-q " + qps + ": the latency test uses one connection, as "
-                    + "ib_write_lat does; leave -q out");
-        }
-        int depth = (int) a.integer("tx-depth", bw ? MAX_DEPTH : 1, 1, bw ? MAX_DEPTH : 1);
-        String op = a.string("op", "send");
-        if (!op.equals("send") && !op.equals("write")) {
-            throw new IllegalArgumentException("--op " + op + ": expected send or write");
-        }
-        if (bw && op.equals("write")) {
-            throw new IllegalArgumentException("--op write: only for 'jmesh lat'; 'jmesh bw' measures isend/irecv");
-        }
-        String repost = a.string("repost", "batch");
-        if (!repost.equals("batch") && !repost.equals("each")) {
-            throw new IllegalArgumentException("--repost " + repost + ": expected batch or each");
-        }
-        if (bw && repost.equals("each")) {
-            throw new IllegalArgumentException("--repost each: only for 'jmesh lat'; 'jmesh bw' reposts every receive "
-                    + "as its message arrives");
-        }
-        String provider = a.string("provider", "auto").toLowerCase(java.util.Locale.ROOT);
-        if (!Set.of("auto", "rdma", "tcp").contains(provider)) {
-            throw new IllegalArgumentException("--provider " + provider + ": expected rdma, tcp or auto");
-        }
-        return new PerfOptions(test, a.positional().isEmpty() ? null : a.positional().getFirst(),
-                a.string("ib-dev", null), (int) a.integer("gid-index", -1, 0, 65535), List.copyOf(sizes),
-                a.integer("iters", bw ? 5000 : 1000, 1, 100_000_000), a.integer("warmup", -1, 0, 100_000_000), qps,
-                depth, (int) a.integer("duration", 0, 0, 3600), (int) a.integer("port", DEFAULT_PORT, 1, 65535),
-                provider, Duration.ofSeconds(a.integer("timeout", 60, 1, 86_400)),
-                a.flag("report_gbits") || a.flag("report-gbits"), a.string("addresses", null),
-                PollMode.parse(a.string("poll", bw ? "park" : "spin")),
-                Duration.ofSeconds(a.integer("settle", 60, 0, 3600)), op, oobBind(a.string("oob-bind", null)),
-                repost.equals("each"));
-    }
-
-    private static String oobBind(String v) {
-        if (v == null || v.equals("any")) {
-            return v;
-        }
-        try {
-            if (!v.contains("/")) {
-                return io.jmesh.api.IpPrefix.parse(v).address().getHostAddress();
-            }
-        } catch (IllegalArgumentException e) {
-            // said below
-        }
-        throw new IllegalArgumentException("--oob-bind " + v + ": expected an address of this node (no prefix length) "
-                + "or any");
+        return PerfCli.parse(test, argv, out);
     }
 
     /** The process's settings with these options on top. */
     public io.jmesh.api.Context context() {
-        io.jmesh.api.Context c = io.jmesh.cli.FabricSupport.context(provider, gidIndex);
-        return addresses == null ? c : c.addresses(addresses);
+        return io.jmesh.cli.Settings.withOptions(provider, addresses, gidIndex);
     }
 
     public boolean isServer() {
@@ -163,14 +80,17 @@ public record PerfOptions(String test, String server, String device, int gidInde
                 : "Latency (half the round trip) of jmesh isend/irecv ping-pong, printed in ib_write_lat's columns.");
         out.println("The two ends exchange jmesh listen handles over a TCP connection to SERVER:PORT (like perftest),");
         out.println("then connect over the RDMA link that shares a subnet (or -d DEV).");
+        out.println("On one machine: 'jmesh " + test + " --provider tcp' and, in a second terminal, 'jmesh " + test
+                + " --provider tcp 127.0.0.1'.");
         out.println();
         out.println("  -d, --ib-dev DEV      RDMA device to use (default: the one on the peer's subnet)");
         out.println("  -x, --gid-index N     GID index (default: the RoCE v2 GID of each address)");
         out.println("  -s, --size BYTES      message size, or a list: 4K,64K,1M (default " + (bw ? "65536" : "2") + ")");
-        out.println("  -a, --all             sizes 2 B to 8 MiB in powers of two");
+        out.println("  -a, --all             sizes 2 B to 8 MiB in powers of two (not with -s)");
         out.println("  -n, --iters N         measured " + (bw ? "messages" : "round trips") + " per size (default "
                 + (bw ? "5000" : "1000") + ")");
-        out.println("  -D, --duration SECS   run each size for SECS instead of -n");
+        out.println("  -D, --duration SECS   run each size for SECS instead of -n (not with -n)"
+                + (bw ? "; prints each second's rate" : ""));
         if (!bw) {
             out.println("      --op send|write   send: isend/irecv ping-pong (default); write: one-sided RDMA writes");
             out.println("                        (Sender.write) into the peer's memory, which polls the last byte, as");
@@ -186,19 +106,25 @@ public record PerfOptions(String test, String server, String device, int gidInde
         out.println("      --warmup N        unmeasured " + (bw ? "messages" : "round trips")
                 + " first (default 10 % of -n)");
         out.println("      --settle SECS     then keep warming up until neither JVM's JIT compiler is busy, at most");
-        out.println("                        SECS (default 60; 0: no wait): JIT work would share the CPU with the run");
+        out.println("                        SECS (default 60; 0: no wait): JIT work would share the CPU with the");
+        out.println("                        run; on a busy machine other work keeps the JIT busy: use --settle 0");
         out.println("  -p, --port PORT       out-of-band TCP port (default " + DEFAULT_PORT + ")");
         out.println("      --oob-bind ADDR   server: the address the out-of-band port listens on, or any (default:");
-        out.println("                        this node's mesh link addresses; the port hands out the listen handle)");
+        out.println("                        this node's mesh link addresses and 127.0.0.1, so that a client on the");
+        out.println("                        same machine finds it; the port hands out the listen handle)");
         out.println("      --provider P      rdma, tcp or auto (default auto: rdma where a usable link exists)");
         out.println("      --addresses LIST  local addresses with prefixes jmesh may use (JMESH_ADDRESSES), e.g.");
         out.println("                        127.0.101.1/24 for the TCP provider on loopback");
-        out.println("      --timeout SECS    fail when a step makes no progress for this long (default 60)");
+        out.println("      --timeout SECS    fail when a step makes no progress for this long (default 60); a client");
+        out.println("                        retries that long until its server is up (saying so), a server waits");
+        out.println("                        10 x SECS for a client (600 s by default)");
         out.println("      --poll MODE       when a poll finds nothing: spin (as perftest), yield the CPU, or park (spin");
         out.println("                        a little, then sleep 50 us to 2 ms): leaves the CPU to other work, e.g.");
         out.println("                        Soft-RoCE's kernel threads (default: " + (bw ? "park" : "spin") + ")");
         if (bw) {
             out.println("      --report_gbits    report Gb/s instead of MB/s (1 MB = 2^20 bytes, as perftest)");
         }
+        out.println("      --json            each result as one JSON object on stdout (and with -D each second's");
+        out.println("                        interval); the text goes to stderr then (fields: docs/cli.md)");
     }
 }

@@ -1,5 +1,7 @@
 package io.jmesh.cli.perf;
 
+import io.jmesh.cli.Json;
+
 import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.Locale;
@@ -70,5 +72,48 @@ public final class PerfReport {
             out.printf(Locale.ROOT, " %-16s: %s%n", pairs[i], pairs[i + 1]);
         }
         out.println(RULE);
+    }
+
+    /**
+     * A result line as one JSON object (docs/cli.md lists the fields), or null for a line that is no result (a
+     * header, the columns, a rule). Parsed from the line, so the client and the server, which gets the line over the
+     * out-of-band channel, print the same figures.
+     *
+     * @param route the route of the measured connections, or null where this end does not know it
+     */
+    static Json json(PerfOptions o, String role, String provider, String route, String line) {
+        String[] f = line.trim().split("\\s+");
+        boolean lat = o.test().equals("lat");
+        if (f.length != (lat ? 9 : 5) || !f[0].matches("[0-9]+")) {
+            return null;
+        }
+        Json j = new Json().put("type", "result").put("test", o.test()).put("role", role).put("provider", provider)
+                .put("route", route).put("bytes", Long.parseLong(f[0])).put("iterations", Long.parseLong(f[1]));
+        if (lat) {
+            String[] names = {"t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us", "t_p99_us",
+                    "t_p999_us"};
+            for (int i = 0; i < names.length; i++) {
+                j.put(names[i], Double.parseDouble(f[i + 2]));
+            }
+            return j.put("op", o.op());
+        }
+        return j.put("bw_peak", Double.parseDouble(f[2])).put("bw_average", Double.parseDouble(f[3]))
+                .put("unit", o.gbits() ? "Gb/s" : "MB/s").put("msg_rate_mpps", Double.parseDouble(f[4]));
+    }
+
+    /** One interval of a timed ('-D') bandwidth run: the text line (as iperf3 prints them) or its JSON object. */
+    static String interval(PerfOptions o, long size, double from, double to, long messages) {
+        double rate = rate(size * messages / (to - from), o.gbits());
+        if (o.json()) {
+            return new Json().put("type", "interval").put("test", o.test()).put("bytes", size)
+                    .put("start_s", round(from)).put("end_s", round(to)).put("messages", messages)
+                    .put("bw", round(rate)).put("unit", o.gbits() ? "Gb/s" : "MB/s").toString();
+        }
+        return String.format(Locale.ROOT, " [%6.1f-%6.1f s]  %d bytes  %d messages  %.2f %s", from, to, size,
+                messages, rate, o.gbits() ? "Gb/sec" : "MB/sec");
+    }
+
+    private static double round(double v) {
+        return Math.round(v * 100) / 100.0;
     }
 }

@@ -38,10 +38,13 @@ final class PerfServer {
     private static final Duration HELLO_WAIT = Duration.ofSeconds(10);
     private final PerfOptions o;
     private final PrintStream out;
+    private final PrintStream json;
 
-    PerfServer(PerfOptions o, PrintStream out) {
+    /** @param json where each result goes as a JSON object (--json), or null */
+    PerfServer(PerfOptions o, PrintStream out, PrintStream json) {
         this.o = o;
         this.out = out;
+        this.json = json;
     }
 
     /**
@@ -54,7 +57,7 @@ final class PerfServer {
         Context config = o.context();
         PerfHeader header = new PerfHeader(o, out, FabricSupport.discover(config)); // before the fabric opens
         try (Fabric fabric = FabricSupport.open(config); Listener listener = fabric.listen();
-             OobServer ss = OobServer.listen(o.port(), bindAddresses(fabric))) {
+             OobServer ss = OobServer.listen(o.port(), bindAddresses(fabric), loopback())) {
             out.println(" Waiting for a client on TCP port " + ss.port() + " of " + ss.where() + " ...");
             out.flush();
             long deadline = System.nanoTime() + o.timeout().multipliedBy(10).toNanos();
@@ -76,6 +79,14 @@ final class PerfServer {
                 }
             }
         }
+    }
+
+    /**
+     * Where a client on this machine looks ('jmesh bw 127.0.0.1'): the out-of-band port listens there too, unless
+     * --oob-bind chose. Only this host reaches it, so the handle is not offered to any other network.
+     */
+    private List<InetAddress> loopback() {
+        return o.oobBind() == null ? List.of(InetAddress.getLoopbackAddress()) : List.of();
     }
 
     /** The mesh links' addresses, unless --oob-bind says otherwise (empty: every address). */
@@ -159,7 +170,7 @@ final class PerfServer {
                     header.print(fabric, null, "accepted " + qps + " connection(s) on " + own, qps, false, null);
                 }
                 oob.send("ready");
-                ServerLines lines = new ServerLines(o, out);
+                ServerLines lines = new ServerLines(o, out, json, fabric.provider());
                 if (echo == null) {
                     new BandwidthServer(o, lines).sink(oob, receivers, reg, maxSize);
                 } else if (write) {

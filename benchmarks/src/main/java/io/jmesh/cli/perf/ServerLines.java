@@ -1,5 +1,7 @@
 package io.jmesh.cli.perf;
 
+import io.jmesh.cli.Json;
+
 import java.io.IOException;
 import java.io.PrintStream;
 
@@ -17,11 +19,16 @@ final class ServerLines {
 
     private final PerfOptions o;
     private final PrintStream out;
+    private final PrintStream json;
+    private final String provider;
     private long lastProbe = System.nanoTime();
 
-    ServerLines(PerfOptions o, PrintStream out) {
+    /** @param json where the client's results go as JSON objects (--json), or null */
+    ServerLines(PerfOptions o, PrintStream out, PrintStream json, String provider) {
         this.o = o;
         this.out = out;
+        this.json = json;
+        this.provider = provider;
     }
 
     /** The client's "end totals=T" in an echo loop: T, the messages to echo in all, checked against those echoed. */
@@ -86,6 +93,11 @@ final class ServerLines {
         if (line.startsWith("report ")) {
             out.println(line.substring(7));
             out.flush();
+            Json j = json == null ? null : PerfReport.json(o, "server", provider, null, line.substring(7));
+            if (j != null) {
+                json.println(j);
+                json.flush();
+            }
             return null;
         }
         return line;

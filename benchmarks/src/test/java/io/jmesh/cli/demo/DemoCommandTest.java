@@ -77,7 +77,7 @@ class DemoCommandTest {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         int rc = DemoCommand.run(List.of("--seconds", "0"), new PrintStream(new ByteArrayOutputStream()),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
-        assertEquals(1, rc);
+        assertEquals(2, rc, "a bad option is a usage error");
         assertTrue(err.toString(StandardCharsets.UTF_8).contains("--seconds 0.0: expected more than 0"),
                 err.toString(StandardCharsets.UTF_8));
     }

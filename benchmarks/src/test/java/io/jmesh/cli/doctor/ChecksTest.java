@@ -66,7 +66,9 @@ class ChecksTest {
         List<Check> checks = Checks.local(DiscoveryResult.unavailable("no RDMA devices: load mlx5_ib"), ROOT);
         Check c = checks.getFirst();
         assertEquals(Check.Status.FAIL, c.status());
-        assertEquals("no RDMA devices: load mlx5_ib", c.fix());
+        assertTrue(c.fix().startsWith("no RDMA devices: load mlx5_ib; "), c.fix());
+        // the way out for a node without RDMA is a mode of doctor that can pass, not 'use TCP' alone
+        assertTrue(c.fix().contains("'jmesh doctor --provider tcp [PEER...]'"), c.fix());
     }
 
     @Test
@@ -200,6 +202,11 @@ class ChecksTest {
         Check tcp = Checks.peer(a, new PeerResult("b", null, "tcp", "tcp x", 1, 1, null, null)).getFirst();
         assertEquals(Check.Status.FAIL, tcp.status());
         assertTrue(tcp.title().contains("not RDMA"));
+        assertTrue(tcp.fix().contains("jmesh doctor --provider tcp"), tcp.fix());
+        Check tcpMode = Checks.peer(a, new PeerResult("b", null, "tcp", "tcp x", 1, 1, null, null), "tcp")
+                .getFirst();
+        assertEquals(Check.Status.OK, tcpMode.status(), tcpMode.title());
+        assertTrue(tcpMode.title().contains("TCP handshake over tcp x"), tcpMode.title());
         Check gone = Checks.peer(a, PeerResult.failed("b", null, "no jmesh server at b:18517", "start it"))
                 .getFirst();
         assertEquals(Check.Status.FAIL, gone.status());

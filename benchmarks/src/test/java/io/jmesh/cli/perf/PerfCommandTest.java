@@ -165,8 +165,8 @@ class PerfCommandTest {
     }
 
     /**
-     * The out-of-band port listens on the mesh addresses only, and a stray connection or a client of the wrong test
-     * is dropped (the wrong client is told why) while the server waits on for the right one.
+     * The out-of-band port listens on the mesh addresses (and 127.0.0.1) only, and a stray connection or a client of
+     * the wrong test is dropped (the wrong client is told why) while the server waits on for the right one.
      */
     @Test
     void strayAndWrongClientsAreDroppedAndTheServerServesTheRightOne() throws Exception {
@@ -174,9 +174,9 @@ class PerfCommandTest {
         CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
                 args(port, "127.0.90.1/24")));
         Result elsewhere = run("lat", List.of("--provider", "tcp", "--addresses", "127.0.90.2/24", "-p",
-                Integer.toString(port), "--timeout", "1", "127.0.0.1"));
+                Integer.toString(port), "--timeout", "1", "127.0.0.2"));
         assertEquals(1, elsewhere.rc());
-        assertTrue(elsewhere.err().contains("no jmesh server at 127.0.0.1:" + port), elsewhere.err());
+        assertTrue(elsewhere.err().contains("no jmesh server at 127.0.0.2:" + port), elsewhere.err());
         try (Socket stray = connect("127.0.90.1", port)) {
             stray.getOutputStream().write("GET / HTTP/1.0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
             stray.setSoTimeout(30_000);
@@ -194,7 +194,7 @@ class PerfCommandTest {
         assertEquals(0, right.rc(), right.out() + right.err());
         Result srv = server.get(60, TimeUnit.SECONDS);
         assertEquals(0, srv.rc(), srv.out() + srv.err());
-        assertTrue(srv.out().contains("of 127.0.90.1 ..."), srv.out());
+        assertTrue(srv.out().contains("of 127.0.90.1, 127.0.0.1 ..."), srv.out());
         assertTrue(srv.out().contains("a non-printable byte 0xd") && srv.out().contains("run the same command on "
                 + "both ends; still waiting"), srv.out());
     }
@@ -221,11 +221,95 @@ class PerfCommandTest {
         assertEquals(1, client.rc());
         assertTrue(client.err().contains("no jmesh server at 127.0.0.1:" + port) && client.err()
                 .contains("start the server side first"), client.err());
+        assertTrue(client.err().startsWith(" No jmesh server at 127.0.0.1:" + port + " yet ("), "said at once, "
+                + "not only after --timeout:\n" + client.err());
+    }
+
+    /** --json: stdout has one object per result (and per second of a -D run) on both ends, nothing else. */
+    @Test
+    void jsonResultsAndIntervalsOnBothEnds() throws Exception {
+        int port = freePort();
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("bw",
+                args(port, "127.0.97.1/24", "--json")));
+        Result client = run("bw", args(port, "127.0.97.2/24", "-D", "2", "--settle", "0", "--json", "127.0.97.1"));
+        assertEquals(0, client.rc(), client.out() + client.err());
+        Result srv = server.get(60, TimeUnit.SECONDS);
+        assertEquals(0, srv.rc(), srv.out() + srv.err());
+        List<String> lines = io.jmesh.cli.CliTest.jsonLines(client.out());
+        assertTrue(lines.getFirst().matches("\\{\"type\":\"interval\",\"test\":\"bw\",\"bytes\":65536,"
+                + "\"start_s\":0.0,\"end_s\":1\\.[0-9]+,\"messages\":[0-9]+,\"bw\":[0-9.]+,\"unit\":\"MB/s\"}"),
+                lines.getFirst());
+        String result = "\"bytes\":65536,\"iterations\":[1-9][0-9]*,\"bw_peak\":[0-9.]+,\"bw_average\":[0-9.]+,"
+                + "\"unit\":\"MB/s\",\"msg_rate_mpps\":[0-9.]+}";
+        assertTrue(lines.getLast().matches("\\{\"type\":\"result\",\"test\":\"bw\",\"role\":\"client\","
+                + "\"provider\":\"tcp\",\"route\":\"tcp 127.0.97.2/24 -> 127.0.97.1/24\"," + result), lines.getLast());
+        assertTrue(client.err().contains("BW average[MB/sec]"), "the table goes to stderr:\n" + client.err());
+        List<String> mine = io.jmesh.cli.CliTest.jsonLines(srv.out());
+        assertEquals(1, mine.size(), srv.out());
+        assertTrue(mine.getFirst().matches("\\{\"type\":\"result\",\"test\":\"bw\",\"role\":\"server\","
+                + "\"provider\":\"tcp\",\"route\":null," + result), mine.getFirst());
+    }
+
+    @Test
+    void latencyJsonNamesEveryColumn() throws Exception {
+        int port = freePort();
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
+                args(port, "127.0.98.1/24", "--json")));
+        Result client = run("lat", args(port, "127.0.98.2/24", "-n", "50", "--settle", "0", "--json",
+                "127.0.98.1"));
+        assertEquals(0, client.rc(), client.out() + client.err());
+        assertEquals(0, server.get(60, TimeUnit.SECONDS).rc());
+        List<String> lines = io.jmesh.cli.CliTest.jsonLines(client.out());
+        assertEquals(1, lines.size(), client.out());
+        assertTrue(lines.getFirst().matches("\\{\"type\":\"result\",\"test\":\"lat\",\"role\":\"client\","
+                + "\"provider\":\"tcp\",\"route\":\"[^\"]+\",\"bytes\":2,\"iterations\":50,\"t_min_us\":[0-9.]+,"
+                + "\"t_max_us\":[0-9.]+,\"t_typical_us\":[0-9.]+,\"t_avg_us\":[0-9.]+,\"t_stdev_us\":[0-9.]+,"
+                + "\"t_p99_us\":[0-9.]+,\"t_p999_us\":[0-9.]+,\"op\":\"send\"}"), lines.getFirst());
+    }
+
+    /**
+     * A parking latency server looks at its control channel by time: a short run ends in seconds, not in the up
+     * to ~16 s per control message that 8,192 parked polls of up to 2 ms each took.
+     */
+    @Test
+    void aParkingLatencyServerEndsWithItsClient() throws Exception {
+        int port = freePort();
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("lat",
+                args(port, "127.0.96.1/24", "--poll", "park", "--settle", "0")));
+        long t0 = System.nanoTime();
+        Result client = run("lat", args(port, "127.0.96.2/24", "--poll", "park", "-n", "100", "--settle", "0",
+                "127.0.96.1"));
+        assertEquals(0, client.rc(), client.out() + client.err());
+        Result srv = server.get(60, TimeUnit.SECONDS);
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertEquals(0, srv.rc(), srv.out() + srv.err());
+        // the client's 'end' and 'bye' each wait for the server's next look at the channel
+        System.out.println("parking lat run: " + ms + " ms");
+        assertTrue(ms < 8000, "the run took " + ms + " ms");
+    }
+
+    /**
+     * One machine, as a new user tries it: the client gives 127.0.0.1, which is none of the server's mesh addresses
+     * (here a loopback subnet of its own, as eth0's would be), and still finds the server there.
+     */
+    @Test
+    void aClientOnTheServersMachineFindsItAt127001() throws Exception {
+        int port = freePort();
+        CompletableFuture<Result> server = CompletableFuture.supplyAsync(() -> run("bw",
+                args(port, "127.0.94.1/24", "--settle", "0")));
+        Result client = run("bw", args(port, "127.0.94.2/24", "-n", "200", "-s", "4K", "--settle", "0",
+                "127.0.0.1"));
+        assertEquals(0, client.rc(), client.out() + client.err());
+        Result srv = server.get(60, TimeUnit.SECONDS);
+        assertEquals(0, srv.rc(), srv.out() + srv.err());
+        assertTrue(srv.out().contains("Waiting for a client on TCP port " + port + " of 127.0.94.1, 127.0.0.1 ..."),
+                srv.out());
+        assertTrue(Pattern.compile("(?m)^ 4096\\s+200\\s").matcher(client.out()).find(), client.out());
     }
 
     @Test
     void optionsArePerftestsAndBadOnesAreRefused() {
-        PerfOptions o = PerfOptions.parse("bw", List.of("-d", "rxe0", "-x", "3", "-s", "64K", "-n", "10", "-q", "4",
+        PerfOptions o = PerfOptions.parse("bw", List.of("-d", "rxe0", "-x", "3", "-s", "64K", "-q", "4",
                 "-D", "2", "-p", "9999", "host"), System.out);
         assertEquals("rxe0", o.device());
         assertEquals(3, o.gidIndex());
@@ -235,6 +319,7 @@ class PerfCommandTest {
         assertEquals(9999, o.port());
         assertEquals("host", o.server());
         assertEquals(23, PerfOptions.parse("bw", List.of("-a"), System.out).sizes().size());
+        assertEquals(10, PerfOptions.parse("bw", List.of("-n", "10"), System.out).iterations());
         assertEquals("write", PerfOptions.parse("lat", List.of("--op", "write"), System.out).op());
         assertEquals("send", PerfOptions.parse("lat", List.of(), System.out).op());
         assertTrue(PerfOptions.parse("lat", List.of("--repost", "each"), System.out).repostEach());
