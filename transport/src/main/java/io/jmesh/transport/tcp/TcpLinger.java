@@ -1,8 +1,8 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.api.JmeshLog;
 import io.jmesh.transport.agent.SelectorAgent;
 import io.jmesh.transport.agent.SelectorAgentRunner;
-import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
@@ -29,7 +29,7 @@ import java.util.concurrent.TimeUnit;
  * ends what still lingers: each socket's unread bytes are dropped first, so its close is still a FIN.
  */
 final class TcpLinger implements SelectorAgent, AutoCloseable {
-    private static final Logger LOG = LogManager.getLogger(TcpLinger.class);
+    private static final Logger LOG = JmeshLog.logger(TcpLinger.class);
     /** How long a closed sender waits for its peer to close too; the peer usually does within a round trip. */
     static final long LINGER_MS = 10_000;
 
