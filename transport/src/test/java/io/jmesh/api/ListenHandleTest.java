@@ -180,8 +180,9 @@ class ListenHandleTest {
         String tcp = new ListenHandle(ListenHandle.FLAG_TCP_PROVIDER, 1, List.of(new ListenAddress(
                 IpPrefix.parse("192.168.101.2/24"), 40123, 0))).toString();
         assertTrue(tcp.startsWith("jmesh1/01:") && e.getMessage().contains("e.g. jmesh1/01:0123456789abcdef@"
-                + "192.168.101.2/24:40123,"), tcp + " / " + e.getMessage());
+                + "192.168.101.2/24:40123 from the TCP provider"), tcp + " / " + e.getMessage());
     }
+
     /** The forms a bad handle's message shows are handles as listeners print them, the TCP provider's first. */
     @Test
     void aBadHandlesMessageShowsTheFormsListenersPrint() {
