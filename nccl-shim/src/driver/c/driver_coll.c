@@ -241,7 +241,8 @@ void coll_run(void) {
         for (int o = 0; o < NOPS; o++) {
             CHECK(coll->reduceSupport(t, o, &support[t][o]));
             if (support[t][o] && (t >= CHECKABLE_TYPES || o >= CHECKABLE_OPS))
-                die("coll: reduceSupport says yes to %s %s, which this driver cannot check", TYPE_NAMES[t], OP_NAMES[o]);
+                die("coll: reduceSupport says yes to %s %s, which this driver cannot check", TYPE_NAMES[t],
+                    OP_NAMES[o]);
             pairs += support[t][o] != 0;
         }
     }

@@ -88,8 +88,8 @@ public final class CollNetPlugin {
         try {
             Mem.putLong(collCommOut, 0);
             if (nranks < 1 || rank < 0 || rank >= nranks) {
-                return invalid("CollNet connect", "rank " + rank + " of " + nranks + " ranks: NCCL passes a rank in [0, "
-                        + "nranks)");
+                return invalid("CollNet connect", "rank " + rank + " of " + nranks
+                        + " ranks: NCCL passes a rank in [0, nranks)");
             }
             Listener l = plugin.listener(listenComm);
             if (l == null) {

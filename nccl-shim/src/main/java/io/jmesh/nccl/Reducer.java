@@ -60,7 +60,7 @@ final class Reducer {
         return op >= 0 && op < OP_NAMES.length ? OP_NAMES[op] : "ncclRedOp " + op;
     }
 
-    /** Reduces {@code count} elements of the {@code n} sources (rank order) into {@code dst}, which may be one of them. */
+    /** Reduces {@code count} elements of the {@code n} sources (rank order) into {@code dst}, which may be a source. */
     static void reduce(int type, int op, long dst, long[] srcs, int n, long count) {
         switch (type) {
             case FP16, FP32, BF16 -> floats(type, op, dst, srcs, n, count);
