@@ -121,7 +121,7 @@ public final class CollNetPlugin {
             for (Integer r : mesh.peers()) {
                 routes.add(r + ": " + mesh.route(r));
             }
-            LOG.info("CollNet: rank {} of {} connected to every other node in {} ms ({}); one-shot all-reduce up to "
+            LOG.info("jmesh CollNet: rank {} of {} connected to every other node in {} ms ({}); one-shot all-reduce up to "
                     + "{} bytes, {} in flight", rank, nranks, (System.nanoTime() - t0) / 1_000_000, routes,
                     c.maxBytes, CollComm.WINDOW);
             return Nccl.SUCCESS;

@@ -38,7 +38,7 @@ class NcclCollNetDriverTest {
             assertEquals(0, ranks.get(r).exit(), all);
             assertTrue(out.contains("ptrSupport=0x1 maxCollBytes=1048576 iallgather=no ireducescatter=no"), all);
             assertEveryPairChecked(out, 1048576, 4, all);
-            assertTrue(out.contains("CollNet: rank " + r + " of 2 connected to every other node"), all);
+            assertTrue(out.contains("jmesh CollNet: rank " + r + " of 2 connected to every other node"), all);
             assertTrue(out.contains("one-shot all-reduce up to 1048576 bytes, 16 in flight"), all);
             assertBadInputRefusedNamingTheCause(out, all);
             Matcher pass = Pattern.compile("coll PASS: 40 \\(type, op\\) pairs, ([0-9]+) all-reduces of up to 1048576 "
