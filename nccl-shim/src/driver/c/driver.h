@@ -18,7 +18,8 @@
 struct driver_options {
     const char* plugin;
     const char* dir;
-    int rank, nranks, api, dev, group, window, iters, logLevel, reload, destroyJvm, oneway, calls, warmup, plain, spin;
+    int rank, nranks, api, dev, group, window, iters, logLevel, reload, destroyJvm, oneway, calls, warmup, plain, spin,
+        coll;
     size_t minSize, maxSize;
     double timeout, warmSeconds, settle;
 };
@@ -84,5 +85,11 @@ int n_test(void* req, int* sizes);
 void n_close(void* sendComm, void* sendMh, void* recvComm, void* recvMh, void* listenComm);
 void n_finalize(void);
 void destroy_jvm(void);
+/* the loaded plugin's symbol `name`, or NULL; the logger the driver hands plugins */
+void* plugin_symbol(const char* name);
+ncclDebugLogger_t driver_logger(void);
+
+/* --coll (driver_coll.c): the plugin's CollNet, driven as NCCL's proxy does, every result checked */
+void coll_run(void);
 
 #endif

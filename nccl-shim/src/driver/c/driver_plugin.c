@@ -169,6 +169,14 @@ void unload(void) {
     dlclose(g_lib);
 }
 
+void* plugin_symbol(const char* name) {
+    return dlsym(g_lib, name);
+}
+
+ncclDebugLogger_t driver_logger(void) {
+    return logger;
+}
+
 int plugin_version(void) {
     return g_ver;
 }

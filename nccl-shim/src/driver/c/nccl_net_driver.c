@@ -11,7 +11,8 @@
  *   2. a bandwidth round: --iters messages per peer, up to --window grouped requests in flight per connection,
  *      only a sequence word per message checked; prints the rank's send and receive bandwidth.
  *    (--oneway: only rank 0 sends, as `jmesh bw` measures; --calls N: no rounds, what each call costs instead, see
- *    driver_calls.c.)
+ *    driver_calls.c; --coll: no rounds, the plugin's CollNet all-reduce instead, every result checked, see
+ *    driver_coll.c.)
  * Then an orderly close (closeSend/closeRecv/deregMr/closeListen/finalize) and, with --reload, dlclose, dlopen and a
  * second init to check that the plugin survives being unloaded as NCCL 2.30 does.
  *
@@ -368,6 +369,9 @@ static void usage(void) {
             "  --plain        every send the receive's full size, and the sizes test() reports not checked:\n"
             "                 for a baseline plugin that reports the posted size (the reference plugin)\n"
             "  --reload       after closing, dlclose and load the plugin again and re-init it\n"
+            "  --coll         instead of the rounds: the plugin's CollNet (ncclCollNetPlugin_v11): every (type, op)\n"
+            "                 reduceSupport accepts, all-reduces of 1 element up to min(--max, maxCollBytes) bytes,\n"
+            "                 --window in flight, checked against a reference; bad input must be refused\n"
             "  --destroy-jvm  at the end, destroy the JVM the plugin started (so that options such as\n"
             "                 -XX:AOTMode=record in JMESH_JVM_OPTS write their output, as at a JVM's exit)\n");
     exit(2);
@@ -404,12 +408,15 @@ int main(int argc, char** argv) {
         else if (strcmp(a, "--spin") == 0) opt.spin = 1;
         else if (strcmp(a, "--reload") == 0) opt.reload = 1;
         else if (strcmp(a, "--destroy-jvm") == 0) opt.destroyJvm = 1;
+        else if (strcmp(a, "--coll") == 0) opt.coll = 1;
         else usage();
     }
     if (!opt.plugin || !opt.dir || opt.rank < 0 || opt.nranks < 2 || opt.nranks > MAX_PEERS + 1 ||
         opt.rank >= opt.nranks || opt.group < 1 || opt.group > MAX_GROUP || opt.window < 1 ||
         opt.window > MAX_WINDOW || opt.iters < 1 || opt.minSize > opt.maxSize || opt.timeout <= 0)
         usage();
+    if (opt.coll && (opt.oneway || opt.calls || opt.reload))
+        die("--coll runs alone: not with --oneway, --calls or --reload");
     if ((opt.oneway || opt.calls) && opt.nranks != 2)
         die("--oneway and --calls measure between 2 ranks, not %d", opt.nranks);
     if (opt.calls < 0) die("--calls %d: give the number of calls to measure", opt.calls);
@@ -436,6 +443,13 @@ int main(int argc, char** argv) {
     for (int d = 0; d < ndev; d++) n_print_props(d);
     if (opt.dev >= ndev) die("--dev %d, but the plugin has %d device(s)", opt.dev, ndev);
 
+    if (opt.coll) {
+        coll_run();
+        barrier("done");
+        n_finalize();
+        printf("driver: rank %d: PASS\n", opt.rank);
+        return 0;
+    }
     connect_all();
     register_all();
     barrier("connected");

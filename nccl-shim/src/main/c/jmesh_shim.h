@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define JM_BOOT_MAGIC 0x4A4D4E43u /* "JMNC" */
-#define JM_ABI_VERSION 2
+#define JM_ABI_VERSION 3
 #define JM_ERROR_BYTES 2048
 
 /*
@@ -53,6 +53,16 @@ typedef struct {
     int (*closeListen)(void* listenComm);
     /* Returns the number of contexts still open (>= 0), or a negative ncclResult_t. */
     int (*finalize)(void* ctx);
+    /* CollNet (collnet.c): listen, closeListen, init, devices and finalize are the ones above */
+    int (*collGetProperties)(int dev, jm_slot_t* props);
+    int (*collConnect)(void** handles, int nranks, int rank, void* listenComm, void** collComm);
+    int (*reduceSupport)(int dataType, int redOp, int* supported);
+    int (*collRegMr)(void* collComm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle);
+    int (*collDeregMr)(void* collComm, void* mhandle);
+    int (*iallreduce)(void* collComm, void* sendData, void* recvData, size_t count, int dataType, int redOp,
+                      void* sendMhandle, void* recvMhandle, void** request);
+    int (*collTest)(void* request, int* done, int* size);
+    int (*closeColl)(void* collComm);
 } jm_upcalls_t;
 
 #define JM_UPCALL_COUNT ((int)(sizeof(jm_upcalls_t) / sizeof(void*)))
@@ -73,6 +83,9 @@ typedef struct {
 
 /* jvm.c: starts or joins the JVM and runs the Java bootstrap, which fills boot; 0, or an ncclResult_t and why. */
 int jm_java_start(jm_boot_t* boot, char* why, size_t whyLen);
+
+/* net.c, for collnet.c: the upcalls once Java filled them, else NULL (after logging that `fn` came too early) */
+const jm_upcalls_t* jm_upcalls(const char* fn);
 
 /* net.c: logging from C */
 void jm_log(int level, uint64_t flags, const char* file, int line, const char* fmt, ...)

@@ -17,6 +17,7 @@
 
 #include "jmesh_shim.h"
 #include "nccl_net_abi.h"
+#include "nccl_collnet_abi.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define WARN(...) jm_log(NCCL_LOG_WARN, NCCL_ALL, __FILE__, __LINE__, __VA_ARGS__)
@@ -88,8 +89,8 @@ static void stop(void) {
 }
 
 /* v11+: one context per call. v8-v10: init once, and pin the library, as no finalize comes before NCCL's dlclose. */
-static ncclResult_t init_context(void** ctx, uint64_t commId, int trafficClass, int apiVersion,
-                                 ncclDebugLogger_t logFunction) {
+ncclResult_t jm_init_context(void** ctx, uint64_t commId, int trafficClass, int apiVersion,
+                             ncclDebugLogger_t logFunction) {
     pthread_mutex_lock(&g_init_lock);
     ncclResult_t rc = ncclSuccess;
     if (apiVersion >= 11 || g_contexts == 0) {
@@ -102,7 +103,7 @@ static ncclResult_t init_context(void** ctx, uint64_t commId, int trafficClass, 
                 *ctx = c;
             }
             Dl_info self; /* v8-v10: stay mapped after NCCL's dlclose (a reference never dropped, on purpose) */
-            if (apiVersion < 11 && dladdr((void*)&init_context, &self) && self.dli_fname) {
+            if (apiVersion < 11 && dladdr((void*)&jm_init_context, &self) && self.dli_fname) {
                 dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
             }
         } else if (g_contexts == 0) {
@@ -113,7 +114,7 @@ static ncclResult_t init_context(void** ctx, uint64_t commId, int trafficClass, 
     return rc;
 }
 
-static ncclResult_t jm_finalize(void* ctx) {
+ncclResult_t jm_finalize(void* ctx) {
     pthread_mutex_lock(&g_init_lock);
     int left = g_started ? g_boot.upcalls.finalize(ctx) : 0; /* contexts still open, or -ncclResult_t */
     if (left == 0) {
@@ -129,6 +130,14 @@ static ncclResult_t jm_finalize(void* ctx) {
 static ncclResult_t not_started(const char* fn) {
     WARN("jmesh: %s called before a successful init", fn);
     return ncclInternalError;
+}
+
+const jm_upcalls_t* jm_upcalls(const char* fn) {
+    if (g_started) {
+        return &g_boot.upcalls;
+    }
+    not_started(fn);
+    return NULL;
 }
 
 #define CALL(upcall, ...) (g_started ? (ncclResult_t)g_boot.upcalls.upcall(__VA_ARGS__) : not_started(__func__))
@@ -180,8 +189,8 @@ static ncclResult_t jm_irecvConsumed(void* recvComm, int n, void* request) { ret
 /* ---- what differs between versions ---- */
 
 /* v8 and v9 (no context) */
-static ncclResult_t init_v8(ncclDebugLogger_t logFunction) { return init_context(NULL, 0, -1, 8, logFunction); }
-static ncclResult_t init_v9(ncclDebugLogger_t logFunction) { return init_context(NULL, 0, -1, 9, logFunction); }
+static ncclResult_t init_v8(ncclDebugLogger_t logFunction) { return jm_init_context(NULL, 0, -1, 8, logFunction); }
+static ncclResult_t init_v9(ncclDebugLogger_t logFunction) { return jm_init_context(NULL, 0, -1, 9, logFunction); }
 
 static ncclResult_t listen_noctx(int dev, void* handle, void** listenComm) {
     return CALL(listen, NULL, dev, handle, listenComm);
@@ -219,7 +228,7 @@ static ncclResult_t irecv_v8(void* recvComm, int n, void** data, int* sizes, int
 
 /* v10: a profiler callback, a per-connection config and per-request profiler handles, none of which jmesh uses */
 static ncclResult_t init_v10(ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction) {
-    return init_context(NULL, 0, -1, 10, logFunction);
+    return jm_init_context(NULL, 0, -1, 10, logFunction);
 }
 
 static ncclResult_t connect_v10(int dev, ncclNetCommConfig_v10_t* config, void* handle, void** sendComm,
@@ -251,7 +260,7 @@ static ncclResult_t connect_ctx(void* ctx, int dev, void* handle, void** sendCom
 #define CONTEXT_VERSION(V)                                                                                             \
     static ncclResult_t init_v##V(void** ctx, uint64_t commId, ncclNetCommConfig_v##V##_t* config,                     \
                                   ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction) {                \
-        return init_context(ctx, commId, config ? config->trafficClass : -1, V, logFunction);                          \
+        return jm_init_context(ctx, commId, config ? config->trafficClass : -1, V, logFunction);                       \
     }                                                                                                                  \
     static ncclResult_t setNetAttr_v##V(void* ctx, ncclNetAttr_v##V##_t* attr) { return ncclSuccess; }
 CONTEXT_VERSION(11)
@@ -290,6 +299,12 @@ static void copy_vdevs(int* ndevs, int* devs, size_t capacity, const jm_slot_t* 
         }                                                                                                              \
         return rc;                                                                                                     \
     }
+
+/* CollNet's v11 properties (collnet.c) come from slots of their own, in the same layout */
+void jm_copy_props_v11(const jm_slot_t* p, ncclNetProperties_v11_t* props) {
+    memset(props, 0, sizeof *props);
+    PROPS_V11(COPY)
+}
 
 /*
  * The exported tables: one row per API version, naming the entry points whose arguments differ (init and

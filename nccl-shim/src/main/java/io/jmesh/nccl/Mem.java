@@ -4,8 +4,10 @@ import java.lang.foreign.MemorySegment;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_DOUBLE_UNALIGNED;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED;
 
 /**
  * Reads and writes the memory NCCL hands over by address. One segment spanning the address space, made once, so the
@@ -35,6 +37,38 @@ final class Mem {
 
     static void putDouble(long address, double value) {
         ALL.set(JAVA_DOUBLE_UNALIGNED, address, value);
+    }
+
+    static double getDouble(long address) {
+        return ALL.get(JAVA_DOUBLE_UNALIGNED, address);
+    }
+
+    static float getFloat(long address) {
+        return ALL.get(JAVA_FLOAT_UNALIGNED, address);
+    }
+
+    static void putFloat(long address, float value) {
+        ALL.set(JAVA_FLOAT_UNALIGNED, address, value);
+    }
+
+    static short getShort(long address) {
+        return ALL.get(JAVA_SHORT_UNALIGNED, address);
+    }
+
+    static void putShort(long address, short value) {
+        ALL.set(JAVA_SHORT_UNALIGNED, address, value);
+    }
+
+    static byte getByte(long address) {
+        return ALL.get(JAVA_BYTE, address);
+    }
+
+    static void putByte(long address, byte value) {
+        ALL.set(JAVA_BYTE, address, value);
+    }
+
+    static void copy(long from, long to, long length) {
+        MemorySegment.copy(ALL, from, ALL, to, length);
     }
 
     static byte[] getBytes(long address, int length) {

@@ -62,7 +62,9 @@ public final class NcclBootstrap {
                 MethodHandles.Lookup lookup = MethodHandles.lookup();
                 for (ShimAbi.Upcall u : ShimAbi.Upcall.values()) {
                     MethodType type = u.descriptor.toMethodType();
-                    MethodHandle target = lookup.findVirtual(NcclPlugin.class, methodName(u), type).bindTo(p);
+                    MethodHandle target = u.collNet()
+                            ? lookup.findVirtual(CollNetPlugin.class, methodName(u), type).bindTo(p.collNet)
+                            : lookup.findVirtual(NcclPlugin.class, methodName(u), type).bindTo(p);
                     MemorySegment stub = linker.upcallStub(target, u.descriptor, arena);
                     boot.set(JAVA_LONG, ShimAbi.BOOT_UPCALLS_OFFSET + 8L * u.ordinal(), stub.address());
                 }
@@ -160,6 +162,14 @@ public final class NcclBootstrap {
             case CLOSE_RECV -> "closeRecv";
             case CLOSE_LISTEN -> "closeListen";
             case FINALIZE -> "finalizeContext";
+            case COLL_GET_PROPERTIES -> "getProperties";
+            case COLL_CONNECT -> "connect";
+            case REDUCE_SUPPORT -> "reduceSupport";
+            case COLL_REG_MR -> "regMr";
+            case COLL_DEREG_MR -> "deregMr";
+            case IALLREDUCE -> "iallreduce";
+            case COLL_TEST -> "test";
+            case CLOSE_COLL -> "closeColl";
         };
     }
 

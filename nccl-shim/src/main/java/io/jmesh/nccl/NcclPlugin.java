@@ -1,7 +1,6 @@
 package io.jmesh.nccl;
 
 import io.jmesh.api.CloseHelper;
-import io.jmesh.api.Connector;
 import io.jmesh.api.Context;
 import io.jmesh.api.Fabric;
 import io.jmesh.api.Listener;
@@ -9,9 +8,6 @@ import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
 import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
-import io.jmesh.api.ListenHandle;
-import io.jmesh.api.LocalLink;
-import io.jmesh.api.NoRouteException;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -22,6 +18,11 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+
+import static io.jmesh.nccl.NcclErrors.badHandle;
+import static io.jmesh.nccl.NcclErrors.badRange;
+import static io.jmesh.nccl.NcclErrors.fail;
+import static io.jmesh.nccl.NcclErrors.failed;
 
 /**
  * The adapter from NCCL's net-plugin API onto the jmesh transport ({@link Fabric}). Each public method is the body of
@@ -40,9 +41,11 @@ public final class NcclPlugin {
     private static final Logger LOG = LogManager.getLogger(NcclPlugin.class);
 
     private final Context context;
+    /** The CollNet's upcall bodies: over this plugin's fabric and listeners; closed before them. */
+    final CollNetPlugin collNet = new CollNetPlugin(this);
     private NcclTuning tuning = new NcclTuning(0, 0);
     private final Arena strings = Arena.ofShared();
-    private Fabric fabric;
+    private volatile Fabric fabric; // read without the lock by the CollNet's connect
     private List<NcclDevice> devices = List.of();
     private MemorySegment[] deviceNames = new MemorySegment[0];
     private MemorySegment[] devicePciPaths = new MemorySegment[0];
@@ -54,9 +57,6 @@ public final class NcclPlugin {
     private final HandleTable<MemHandle> registrations = new HandleTable<>();
     /** Connects in progress, by the listener's handle bytes (unique: each carries a random per-listener secret). */
     private final Map<ByteBuffer, PendingConnect> pending = new HashMap<>();
-
-    private record PendingConnect(Connector connector, int dev, String why) {
-    }
 
     public NcclPlugin(Context context) {
         this.context = context;
@@ -165,6 +165,7 @@ public final class NcclPlugin {
             LOG.info("closing what NCCL left open: {} connect(s) in progress, {} comm(s), {} listener(s), {} "
                     + "registration(s)", pending.size(), comms.size(), listeners.size(), registrations.size());
         }
+        collNet.closeAll();
         List<AutoCloseable> all = new ArrayList<>();
         for (PendingConnect p : pending.values()) {
             all.add(p.connector());
@@ -177,12 +178,12 @@ public final class NcclPlugin {
         for (MemHandle m : registrations.drain()) {
             all.add(m.registration);
         }
-        CloseHelper.closeAll(NcclPlugin::closeFailed, all);
+        CloseHelper.closeAll(NcclErrors::closeFailed, all);
         if (fabric != null) {
             Fabric f = fabric;
             fabric = null;
             devices = List.of();
-            CloseHelper.closeAll(NcclPlugin::closeFailed, f);
+            CloseHelper.closeAll(NcclErrors::closeFailed, f);
             LOG.info(NcclLogAppender.INIT, "jmesh NCCL plugin: last context finalized, transport closed");
             StepTrace.printTotals(System.err);
         }
@@ -192,10 +193,6 @@ public final class NcclPlugin {
     synchronized void release() {
         closeAll();
         strings.close();
-    }
-
-    private static void closeFailed(Throwable t) {
-        LOG.warn("jmesh: closing failed: {}", t.toString());
     }
 
     // ---- listen, connect, accept ----------------------------------------------------------------------------------
@@ -234,7 +231,7 @@ public final class NcclPlugin {
             key = ByteBuffer.wrap(bytes);
             PendingConnect p = pending.get(key);
             if (p == null) {
-                p = start(f, dev, bytes);
+                p = PendingConnect.start(f, devices, dev, bytes);
                 pending.put(key, p);
             }
             Sender s = p.connector().poll();
@@ -251,38 +248,11 @@ public final class NcclPlugin {
             if (key != null) {
                 PendingConnect p = pending.remove(key);
                 if (p != null) {
-                    CloseHelper.closeAll(NcclPlugin::closeFailed, p.connector());
+                    CloseHelper.closeAll(NcclErrors::closeFailed, p.connector());
                 }
             }
             return fail("connect", t, Nccl.REMOTE_ERROR);
         }
-    }
-
-    /**
-     * Starts a connect. NCCL's device choice is kept when one of its links shares a subnet with the peer (that link is
-     * passed to the transport as the preferred one); otherwise the mesh's choice (a link that does reach the peer) is
-     * taken, and the log says so. A peer that no link reaches goes through a relay node (the fabric's connect finds
-     * it, or throws naming what the routing table knows).
-     */
-    private PendingConnect start(Fabric f, int dev, byte[] handle) throws NoRouteException {
-        ListenHandle peer = ListenHandle.decode(handle);
-        List<LocalLink> direct = f.directLinks(peer);
-        if (direct.isEmpty()) {
-            return new PendingConnect(f.connect(handle, null), dev, " (no link of this node reaches the peer "
-                    + peer.prefixes() + ": through a relay node)");
-        }
-        NcclDevice chosen = dev >= 0 && dev < devices.size() ? devices.get(dev) : null;
-        for (LocalLink l : direct) {
-            if (chosen != null && chosen.has(l)) {
-                return new PendingConnect(f.connect(handle, l.prefix().address().getHostAddress()), dev, "");
-            }
-        }
-        LocalLink mesh = direct.getFirst();
-        LOG.info("connect: NCCL's dev {} {} cannot reach the peer {}: overriding with {}", dev,
-                chosen == null ? "(unknown)" : chosen.name() + " " + chosen.links(), peer.prefixes(), mesh);
-        String why = " (NCCL chose dev " + dev + (chosen == null ? "" : " " + chosen.name()) + ", which has no link to "
-                + "the peer " + peer.prefixes() + "; the mesh's link " + mesh + " was used instead)";
-        return new PendingConnect(f.connect(handle, null), dev, why);
     }
 
     public synchronized int accept(long listenComm, long recvCommOut) {
@@ -317,7 +287,12 @@ public final class NcclPlugin {
         return devices.stream().anyMatch(this::gpuCapable);
     }
 
-    private Fabric fabricOrFail() {
+    /** A listener NCCL holds (the CollNet's connect accepts on it), or null. */
+    Listener listener(long listenComm) {
+        return listeners.get(listenComm);
+    }
+
+    Fabric fabricOrFail() {
         Fabric f = fabric;
         if (f == null) {
             throw new IllegalStateException("the plugin is not initialized (NCCL called it after finalize)");
@@ -553,43 +528,10 @@ public final class NcclPlugin {
         }
     }
 
-    // ---- errors ---------------------------------------------------------------------------------------------------
+    // ---- for tests -----------------------------------------------------------------------------------------------
 
     /** For tests: the number of open objects (comms, listeners, registrations, connects in progress). */
     synchronized List<Integer> openCounts() {
         return List.of(comms.size(), listeners.size(), registrations.size(), pending.size());
-    }
-
-    private int failed(String op, Comm c, int status) {
-        int result = status == Status.BAD_ARGUMENT || status == Status.TRUNCATED ? Nccl.INVALID_USAGE
-                : Nccl.REMOTE_ERROR;
-        if (!c.failureLogged) {
-            c.failureLogged = true;
-            String why = c.error();
-            LOG.warn("jmesh {} on comm {} failed: {}{} -> {}", op, c.handle, Status.describe(status),
-                    why == null ? "" : " (" + why + ")", Nccl.describe(result));
-        }
-        return result;
-    }
-
-    private static int badHandle(String op, long comm, long mhandle) {
-        LOG.warn("jmesh {}: unknown comm {} or memory handle {}", op, comm, mhandle);
-        return Nccl.INVALID_ARGUMENT;
-    }
-
-    private static int badRange(String op, long data, long size, MemHandle m) {
-        LOG.warn("jmesh {}: buffer 0x{} +{} is not inside its {}", op, Long.toHexString(data), size, m);
-        return Nccl.INVALID_ARGUMENT;
-    }
-
-    private static int fail(String op, Throwable t, int result) {
-        try {
-            LOG.warn("jmesh {} failed: {} -> {}", op, t.getMessage() != null ? t.getMessage() : t.toString(),
-                    Nccl.describe(result));
-            LOG.debug("jmesh {} failure", op, t);
-        } catch (Throwable ignored) {
-            // logging itself failed; the result code still reports the error
-        }
-        return result;
     }
 }

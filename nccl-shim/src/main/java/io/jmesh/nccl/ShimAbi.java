@@ -12,7 +12,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  */
 final class ShimAbi {
     static final int BOOT_MAGIC = 0x4A4D4E43;
-    static final int ABI_VERSION = 2;
+    static final int ABI_VERSION = 3;
 
     // jm_boot_t
     static final long BOOT_MAGIC_OFFSET = 0;
@@ -40,12 +40,26 @@ final class ShimAbi {
         CLOSE_SEND(JAVA_LONG),
         CLOSE_RECV(JAVA_LONG),
         CLOSE_LISTEN(JAVA_LONG),
-        FINALIZE(JAVA_LONG);
+        FINALIZE(JAVA_LONG),
+        // CollNet (CollNetPlugin), from here to the end
+        COLL_GET_PROPERTIES(JAVA_INT, JAVA_LONG),
+        COLL_CONNECT(JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG),
+        REDUCE_SUPPORT(JAVA_INT, JAVA_INT, JAVA_LONG),
+        COLL_REG_MR(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG),
+        COLL_DEREG_MR(JAVA_LONG, JAVA_LONG),
+        IALLREDUCE(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG),
+        COLL_TEST(JAVA_LONG, JAVA_LONG, JAVA_LONG),
+        CLOSE_COLL(JAVA_LONG);
 
         final FunctionDescriptor descriptor;
 
         Upcall(java.lang.foreign.MemoryLayout... args) {
             this.descriptor = FunctionDescriptor.of(JAVA_INT, args);
+        }
+
+        /** Whether the upcall's body is {@link CollNetPlugin}'s (else {@link NcclPlugin}'s). */
+        boolean collNet() {
+            return ordinal() >= COLL_GET_PROPERTIES.ordinal();
         }
     }
 
