@@ -98,8 +98,9 @@ round() { # suffix
         run "$label$sfx" -- "${JMESH_ENV[@]}" JMESH_BENCH_ADDRESSES="$PLACEMENT_ADDRESSES"
         [ -n "$sfx" ] && [ "$sfx" != -r1 ] || labels+=("$label")
         if [ "$COLLNET" = 1 ] && [ $first = 1 ]; then
+            # NCCL sizes a CollNet step by its own buffers, up to 512 KiB a channel (docs/nccl.md, CollNet)
             run "$label-collnet$sfx" -- "${JMESH_ENV[@]}" JMESH_BENCH_ADDRESSES="$PLACEMENT_ADDRESSES" \
-                NCCL_COLLNET_ENABLE=1
+                NCCL_COLLNET_ENABLE=1 JMESH_COLLNET_MAX_BYTES="${JMESH_COLLNET_MAX_BYTES:-4194304}"
             [ -n "$sfx" ] && [ "$sfx" != -r1 ] || labels+=("$label-collnet")
         fi
         first=0
