@@ -39,7 +39,9 @@ unset NCCL_ALGO NCCL_PROTO JMESH_ADDRESSES JMESH_BENCH_ADDRESSES NCCL_COLLNET_EN
 [ -f "$PLUGIN_DIR/libnccl-net-jmesh.so" ] || { echo "no plugin in $PLUGIN_DIR (build it: mvn package -pl nccl-shim -am)"; exit 2; }
 [ -x "$JMESH_JAVA_HOME/bin/java" ] || { echo "no Java runtime at $JMESH_JAVA_HOME (scripts/nccl-runtime.sh)"; exit 2; }
 gpus=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null) || gpus=0
-[ "$gpus" -ge "$NRANKS" ] || { echo "$NRANKS ranks need $NRANKS GPUs, this machine has $gpus"; exit 2; }
+[ "$gpus" -ge 1 ] || { echo "no GPU seen by $PYTHON's torch"; exit 2; }
+[ "$gpus" -ge "$NRANKS" ] || echo "$NRANKS ranks share $gpus GPU(s): a logic check (tokens, NCCL's choices), not a timing"
+
 ARGS=(--config "$CONFIG" --tokens "$TOKENS" --out "$OUT")
 
 echo "== one GPU: the reference tokens ($CONFIG)"

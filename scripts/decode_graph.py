@@ -161,7 +161,8 @@ def main():
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import jmesh_rank_env
         jmesh_rank_env.apply(local)
-        device = torch.device("cuda", local)
+        # more ranks than GPUs share them (NCCL allows it across NCCL_HOSTIDs): a logic check, never a timing
+        device = torch.device("cuda", local % torch.cuda.device_count())
         torch.cuda.set_device(device)
         import torch.distributed as dist
         dist.init_process_group("nccl", device_id=device)
