@@ -35,12 +35,13 @@ fi
 DRIVER=$OUT/bin/nccl-net-driver
 DRIVER_DIR=$HERE/../../driver/c
 if stale "$DRIVER" "$DRIVER_DIR/nccl_net_driver.c" "$DRIVER_DIR/driver_plugin.c" "$DRIVER_DIR/driver_calls.c" \
-        "$DRIVER_DIR/driver_settle.c" "$DRIVER_DIR/driver_util.c" "$DRIVER_DIR/driver_coll.c" "$DRIVER_DIR/driver.h" \
-        "$HERE/nccl_net_abi.h" "$HERE/nccl_collnet_abi.h" "$0"; then
+        "$DRIVER_DIR/driver_settle.c" "$DRIVER_DIR/driver_util.c" "$DRIVER_DIR/driver_coll.c" \
+        "$DRIVER_DIR/driver_tuner.c" "$DRIVER_DIR/driver.h" "$HERE/nccl_net_abi.h" "$HERE/nccl_collnet_abi.h" \
+        "$HERE/nccl_tuner_abi.h" "$0"; then
     # shellcheck disable=SC2086
     "$CC" -std=gnu11 $CFLAGS $WARN -I"$HERE" -o "$DRIVER.tmp" "$DRIVER_DIR/nccl_net_driver.c" \
         "$DRIVER_DIR/driver_plugin.c" "$DRIVER_DIR/driver_calls.c" "$DRIVER_DIR/driver_settle.c" \
-        "$DRIVER_DIR/driver_util.c" "$DRIVER_DIR/driver_coll.c" -ldl
+        "$DRIVER_DIR/driver_util.c" "$DRIVER_DIR/driver_coll.c" "$DRIVER_DIR/driver_tuner.c" -ldl
     mv "$DRIVER.tmp" "$DRIVER"
 fi
 
