@@ -91,5 +91,8 @@ ncclDebugLogger_t driver_logger(void);
 
 /* --coll (driver_coll.c): the plugin's CollNet, driven as NCCL's proxy does, every result checked */
 void coll_run(void);
+/* --tuner (driver_tuner.c): the library's ncclTunerPlugin_v5 on NCCL-like cost tables, for each node count in the
+ * comma-separated list */
+void tuner_run(const char* nodesList);
 
 #endif

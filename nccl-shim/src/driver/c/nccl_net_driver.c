@@ -12,7 +12,7 @@
  *      only a sequence word per message checked; prints the rank's send and receive bandwidth.
  *    (--oneway: only rank 0 sends, as `jmesh bw` measures; --calls N: no rounds, what each call costs instead, see
  *    driver_calls.c; --coll: no rounds, the plugin's CollNet all-reduce instead, every result checked, see
- *    driver_coll.c.)
+ *    driver_coll.c; --tuner: one process, no ranks, the library's NCCL tuner on cost tables, see driver_tuner.c.)
  * Then an orderly close (closeSend/closeRecv/deregMr/closeListen/finalize) and, with --reload, dlclose, dlopen and a
  * second init to check that the plugin survives being unloaded as NCCL 2.30 does.
  *
@@ -372,6 +372,9 @@ static void usage(void) {
             "  --coll         instead of the rounds: the plugin's CollNet (ncclCollNetPlugin_v11): every (type, op)\n"
             "                 reduceSupport accepts, all-reduces of 1 element up to min(--max, maxCollBytes) bytes,\n"
             "                 --window in flight, checked against a reference; bad input must be refused\n"
+            "  --tuner        alone (no --rank, --nranks, --dir): the library's ncclTunerPlugin_v5 on NCCL-like cost\n"
+            "                 tables for --nodes N[,N...] one-GPU nodes (default 2,4); prints each table before\n"
+            "                 and after, and the entry NCCL would pick\n"
             "  --destroy-jvm  at the end, destroy the JVM the plugin started (so that options such as\n"
             "                 -XX:AOTMode=record in JMESH_JVM_OPTS write their output, as at a JVM's exit)\n");
     exit(2);
@@ -379,6 +382,7 @@ static void usage(void) {
 
 int main(int argc, char** argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    const char* tunerNodes = NULL;
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -409,7 +413,15 @@ int main(int argc, char** argv) {
         else if (strcmp(a, "--reload") == 0) opt.reload = 1;
         else if (strcmp(a, "--destroy-jvm") == 0) opt.destroyJvm = 1;
         else if (strcmp(a, "--coll") == 0) opt.coll = 1;
+        else if (strcmp(a, "--tuner") == 0) tunerNodes = tunerNodes ? tunerNodes : "2,4";
+        else if (ARG("--nodes")) tunerNodes = v;
         else usage();
+    }
+    if (tunerNodes) {
+        if (!opt.plugin || opt.dir || opt.nranks || opt.coll || opt.calls || opt.oneway || opt.reload)
+            die("--tuner runs alone, one process: --plugin PATH --tuner [--nodes N,...] [--log-level L]");
+        tuner_run(tunerNodes);
+        return 0;
     }
     if (!opt.plugin || !opt.dir || opt.rank < 0 || opt.nranks < 2 || opt.nranks > MAX_PEERS + 1 ||
         opt.rank >= opt.nranks || opt.group < 1 || opt.group > MAX_GROUP || opt.window < 1 ||

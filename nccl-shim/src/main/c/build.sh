@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds libnccl-net-jmesh.so and nccl-net-driver into the install layout; Maven runs it at compile time
+# Builds libnccl-net-jmesh.so (net plugin, CollNet and tuner) and nccl-net-driver into the install layout; Maven runs it at compile time
 # (nccl-shim/pom.xml, exec-maven-plugin), so that only gcc is needed (./test installs gcc and libc6-dev):
 #   sh nccl-shim/src/main/c/build.sh OUT JAVA_HOME
 # JAVA_HOME is needed only for jni.h: the library dlopens libjvm.so at run time (docs/nccl.md). Rebuilds only what
@@ -23,24 +23,25 @@ stale() { # target, sources...: true when the target is missing or older than a 
 }
 
 LIB=$OUT/libnccl-net-jmesh.so
-if stale "$LIB" "$HERE/net.c" "$HERE/collnet.c" "$HERE/jvm.c" "$HERE/jmesh_shim.h" "$HERE/nccl_net_abi.h" \
-        "$HERE/nccl_collnet_abi.h" "$0"; then
+if stale "$LIB" "$HERE/net.c" "$HERE/collnet.c" "$HERE/tuner.c" "$HERE/jvm.c" "$HERE/jmesh_shim.h" \
+        "$HERE/nccl_net_abi.h" "$HERE/nccl_collnet_abi.h" "$HERE/nccl_tuner_abi.h" "$0"; then
     # shellcheck disable=SC2086
     "$CC" -std=gnu11 $CFLAGS $WARN -fPIC -fvisibility=hidden -I"$HERE" -I"$JAVA_HOME/include" \
         -I"$JAVA_HOME/include/linux" -shared -Wl,-z,defs -Wl,-soname,libnccl-net-jmesh.so -o "$LIB.tmp" \
-        "$HERE/net.c" "$HERE/collnet.c" "$HERE/jvm.c" -ldl -lpthread
+        "$HERE/net.c" "$HERE/collnet.c" "$HERE/tuner.c" "$HERE/jvm.c" -ldl -lpthread
     mv "$LIB.tmp" "$LIB"
 fi
 
 DRIVER=$OUT/bin/nccl-net-driver
 DRIVER_DIR=$HERE/../../driver/c
 if stale "$DRIVER" "$DRIVER_DIR/nccl_net_driver.c" "$DRIVER_DIR/driver_plugin.c" "$DRIVER_DIR/driver_calls.c" \
-        "$DRIVER_DIR/driver_settle.c" "$DRIVER_DIR/driver_util.c" "$DRIVER_DIR/driver_coll.c" "$DRIVER_DIR/driver.h" \
-        "$HERE/nccl_net_abi.h" "$HERE/nccl_collnet_abi.h" "$0"; then
+        "$DRIVER_DIR/driver_settle.c" "$DRIVER_DIR/driver_util.c" "$DRIVER_DIR/driver_coll.c" \
+        "$DRIVER_DIR/driver_tuner.c" "$DRIVER_DIR/driver.h" "$HERE/nccl_net_abi.h" "$HERE/nccl_collnet_abi.h" \
+        "$HERE/nccl_tuner_abi.h" "$0"; then
     # shellcheck disable=SC2086
     "$CC" -std=gnu11 $CFLAGS $WARN -I"$HERE" -o "$DRIVER.tmp" "$DRIVER_DIR/nccl_net_driver.c" \
         "$DRIVER_DIR/driver_plugin.c" "$DRIVER_DIR/driver_calls.c" "$DRIVER_DIR/driver_settle.c" \
-        "$DRIVER_DIR/driver_util.c" "$DRIVER_DIR/driver_coll.c" -ldl
+        "$DRIVER_DIR/driver_util.c" "$DRIVER_DIR/driver_coll.c" "$DRIVER_DIR/driver_tuner.c" -ldl
     mv "$DRIVER.tmp" "$DRIVER"
 fi
 
