@@ -45,14 +45,8 @@ final class RdmaSendWire extends VerbsWire implements SendWire {
     static final int IMM_SIZES = 0x80000000;
     static final int IMM_SLOT_SHIFT = 26;
     static final int IMM_SIZE_MASK = (1 << IMM_SLOT_SHIFT) - 1;
-    /**
-     * Immediate of the goodbye a sender's close writes on every rail (a grouped receive of 2^26 - 1 buffers, which no
-     * slot has): behind every write before it, so the receiver that reads it has all this end reported done.
-     */
+    /** Immediate of the goodbye ({@link Goodbye}): a grouped receive of 2^26 - 1 buffers, which no slot has. */
     static final int IMM_BYE = IMM_SIZES | IMM_SIZE_MASK;
-    /** How long a close waits for its goodbyes' completions: a round trip, or the peer's NIC retrying. */
-    static final long BYE_WAIT_NANOS = 2_000_000_000L;
-    private static final long BYE_WR = 1L << 35;
     private static final int SIGNAL_EVERY = 16;
     /** wr_id bit of eager writes; the low bits count the writes a signalled one completes. */
     private static final long EAGER_WR = 1L << 33;
@@ -519,56 +513,15 @@ final class RdmaSendWire extends VerbsWire implements SendWire {
         }
     }
 
-    /**
-     * Ends the connection in order where it can: a goodbye on every rail (see {@link #IMM_BYE}), then waits, up to
-     * {@link #BYE_WAIT_NANOS}, for their completions, which come once everything posted before them is in the peer's
-     * memory; only then are the queue pairs destroyed, which would otherwise drop writes the NIC had not sent yet. A
-     * failed connection, or a send queue with no room for the goodbye, closes at once.
-     */
+    /** Ends the connection in order where it can ({@link Goodbye}), then destroys the queue pairs. */
     @Override
     public void close() {
         try {
             if (!fate.failed()) {
-                goodbye();
+                Goodbye.sendAndWait(this, rails, outstanding, peerSizesAddress, peerSizesRkey);
             }
         } finally {
             Endpoint.closeAll(rails);
-        }
-    }
-
-    private void goodbye() {
-        for (int rail = 0; rail < nrails; rail++) {
-            if (outstanding[rail] >= rails[rail].sendDepth) {
-                return;
-            }
-        }
-        for (int rail = 0; rail < nrails; rail++) {
-            Endpoint r = rails[rail];
-            Wr.send(r.wr[0], BYE_WR, MemorySegment.NULL, MemorySegment.NULL, 0, OP_WRITE_IMM, SIGNALED, IMM_BYE,
-                    peerSizesAddress, peerSizesRkey);
-            if (!post(r, 1, "goodbye")) {
-                return;
-            }
-        }
-        int acknowledged = 0;
-        long deadline = System.nanoTime() + BYE_WAIT_NANOS;
-        while (acknowledged < nrails && System.nanoTime() - deadline < 0) {
-            for (int rail = 0; rail < nrails; rail++) {
-                Endpoint r = rails[rail];
-                int n = r.cq.poll(r.wcs, Endpoint.WC_BATCH);
-                for (int i = 0; i < n; i++) {
-                    if (Wr.wcWrId(r.wcs, i) == BYE_WR) {
-                        if (Wr.wcStatus(r.wcs, i) != WC_SUCCESS) {
-                            return;                // the peer is gone: nothing to wait for
-                        }
-                        acknowledged++;
-                    }
-                }
-                if (n < 0) {
-                    return;
-                }
-            }
-            Thread.onSpinWait();
         }
     }
 

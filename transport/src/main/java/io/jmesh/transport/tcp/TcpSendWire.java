@@ -43,8 +43,6 @@ final class TcpSendWire implements SendWire {
     private static final int ORDER = 1024;
     /** The completion order's mark of an eager record (they complete in record order). */
     private static final int EAGER_MARK = -1;
-    private static final int REVERSE_BYTES = 64 << 10;
-    private static final int REVERSE_READS = 8;
     private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
 
     /** A matched message on its way out: how far its chunks got. */
@@ -63,8 +61,8 @@ final class TcpSendWire implements SendWire {
     private final SocketChannel[] sockets;
     private final CtsIntake cts;
 
-    // socket 0's reverse direction: clear-to-sends, answers to reads, completions of operations, eager credits
-    private final ByteBuffer reverse = ByteBuffer.allocateDirect(REVERSE_BYTES);
+    /** Socket 0's reverse direction: clear-to-sends, answers to reads, completions of operations, eager credits. */
+    private final ReverseReader reverse;
 
     private final Outgoing[] out = new Outgoing[CoreSender.MESSAGES];
     /** Message ids with chunks still to hand out on socket 0, in matching order. */
@@ -121,6 +119,7 @@ final class TcpSendWire implements SendWire {
         this.ops = new OpOutbox(conn);
         this.cts = new CtsIntake(conn);
         this.eager = ring == null ? null : new EagerOutbox(ring);
+        this.reverse = new ReverseReader(sockets[0], conn, cts, ops, eager, this::finish);
         for (int k = 0; k < out.length; k++) {
             out[k] = new Outgoing();
         }
@@ -258,87 +257,10 @@ final class TcpSendWire implements SendWire {
         if (conn.state() != 0) {
             return;
         }
-        readReverse();
+        reverse.read();
         if (!conn.failed()) {
             transmit();
         }
-    }
-
-    /** Reads socket 0's reverse direction and takes the frames in it; answer payloads go into the reader's memory. */
-    private void readReverse() {
-        cts.fileHeld();
-        for (int r = 0; r < REVERSE_READS; r++) {
-            int got;
-            try {
-                got = sockets[0].read(reverse);
-            } catch (IOException e) {
-                conn.lost(e);
-                return;
-            }
-            if (got < 0) {
-                conn.lostEndOfStream(ops.answerPending() || reverse.position() > 0 ? " in the middle of a frame" : "");
-                return;
-            }
-            boolean fullBuffer = !reverse.hasRemaining();
-            reverse.flip();
-            boolean ok = takeFrames();
-            reverse.compact();
-            if (!ok || !fullBuffer) {
-                return;
-            }
-        }
-    }
-
-    /** Takes every whole frame (and answer payload) in the staging buffer; false when the connection failed. */
-    private boolean takeFrames() {
-        while (true) {
-            if (ops.answerPending()) {
-                if (!ops.takeAnswer(reverse)) {
-                    return false;
-                }
-                if (ops.answerPending()) {
-                    return true;
-                }
-                continue;
-            }
-            if (!reverse.hasRemaining()) {
-                return true;
-            }
-            int at = reverse.position();
-            byte type = reverse.get(at);
-            boolean credit = type == EagerFrame.CREDIT && eager != null;
-            if (type != CtsFrame.TYPE && type != OpFrame.ANSWER && type != OpFrame.DONE && !credit) {
-                conn.violation("expected a clear-to-send, a one-sided reply" + (eager != null ? " or an eager credit"
-                        : "") + ", got type 0x" + Integer.toHexString(type & 0xff));
-                return false;
-            }
-            int need = type == CtsFrame.TYPE ? CtsFrame.BYTES : credit ? EagerFrame.BYTES : OpFrame.BYTES;
-            if (reverse.remaining() < need) {
-                return true;
-            }
-            if (!(type == CtsFrame.TYPE ? cts.accept(reverse, at) : credit ? acceptCredit(at) : acceptReply(at))) {
-                return false;
-            }
-            reverse.position(at + need);
-        }
-    }
-
-    /** An answer or completion of a one-sided operation; its end goes into the completion order. */
-    private boolean acceptReply(int at) {
-        int r = ops.reply(reverse, at);
-        if (r == 1) {
-            finish(ops.completed());
-        }
-        return r >= 0;
-    }
-
-    private boolean acceptCredit(int at) {
-        String bad = eager.credit(reverse, at);
-        if (bad != null) {
-            conn.violation(bad);
-            return false;
-        }
-        return true;
     }
 
     /** Writes on socket 0, hands chunks to the bulk lanes and collects the chunks they wrote. */
