@@ -17,9 +17,14 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * (the option or variable the user typed, not the Java call that stores it).
  */
 public final class Settings {
-    /** JMESH_* names that are not fabric settings but are still jmesh's: the launcher's and the log level. */
+    /**
+     * JMESH_* names that are not fabric settings but are still jmesh's: the launcher's, the log level, and the NCCL
+     * plugin's (docs/nccl.md), which a node's environment may hold for its NCCL jobs.
+     */
     private static final Set<String> OTHERS = Set.of("JMESH_LOG_LEVEL", "JMESH_JAVA_OPTS", "JMESH_ROOT",
-            "JMESH_JAVA_HOME");
+            "JMESH_JAVA_HOME", "JMESH_CLASSPATH", "JMESH_JVM_OPTS", "JMESH_COLLNET", "JMESH_COLLNET_MAX_BYTES",
+            "JMESH_COLLNET_MIN_NODES", "JMESH_TUNER", "JMESH_NCCL_LATENCY_US", "JMESH_NCCL_SPEED_MBPS",
+            "JMESH_NCCL_TRACE");
     private static final AtomicBoolean WARNED = new AtomicBoolean();
 
     private Settings() {
