@@ -75,6 +75,14 @@ final class DataConnection extends Fate {
     void peerClosed() {
         end("the connection to " + peer + " was closed by the peer (everything it sent before its close arrived); "
                 + "connect again to go on");
+        // this end writes nothing more: its end of stream lets the closed sender's lingering sockets go at once
+        for (SocketChannel ch : sockets) {
+            try {
+                ch.shutdownOutput();
+            } catch (IOException | RuntimeException e) {
+                LOG.debug("jmesh tcp {}: ending the stream to {}: {}", role, peer, e.toString());
+            }
+        }
         // how a peer's close() looks: no WARN in the logs of a program that ends normally
         LOG.info("jmesh tcp {}: the connection to {} ended between messages (the peer closed it)", role, peer);
     }

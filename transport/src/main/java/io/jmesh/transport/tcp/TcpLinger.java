@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Ends a sender's sockets so that what it reported done still arrives: its goodbye frame goes out behind the last
@@ -32,6 +33,11 @@ final class TcpLinger implements SelectorAgent, AutoCloseable {
     private static final Logger LOG = JmeshLog.logger(TcpLinger.class);
     /** How long a closed sender waits for its peer to close too; the peer usually does within a round trip. */
     static final long LINGER_MS = 10_000;
+    /**
+     * How long closing the fabric waits for what still lingers: a receiver that polls ends its side as soon as it has
+     * read the goodbye, well within this; after it a socket closed with unread bytes may be reset.
+     */
+    static final long CLOSE_WAIT_MS = 1_000;
 
     /** One closed sender's sockets: socket 0's goodbye bytes still to write, and the sockets still open. */
     private static final class Closing {
@@ -54,6 +60,8 @@ final class TcpLinger implements SelectorAgent, AutoCloseable {
     private final String name;
     private final Queue<Closing> handed = new ConcurrentLinkedQueue<>();
     private final List<Closing> lingering = new ArrayList<>();
+    /** Connections handed over and not yet closed: read by any thread (the fabric's close, tests). */
+    private final AtomicInteger active = new AtomicInteger();
     private final ByteBuffer drop = ByteBuffer.allocateDirect(64 << 10);
     private Selector selector;
     private SelectorAgentRunner runner;
@@ -72,6 +80,7 @@ final class TcpLinger implements SelectorAgent, AutoCloseable {
         Closing c = new Closing(sockets, bye, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LINGER_MS), peer);
         synchronized (this) {
             if (!closed && start()) {
+                active.incrementAndGet();
                 handed.add(c);
                 runner.wakeup();
                 return;
@@ -121,6 +130,8 @@ final class TcpLinger implements SelectorAgent, AutoCloseable {
             if (register(c)) {
                 lingering.add(c);
                 move(c);
+            } else {
+                active.decrementAndGet();
             }
         }
         long now = System.nanoTime();
@@ -129,11 +140,13 @@ final class TcpLinger implements SelectorAgent, AutoCloseable {
             Closing c = lingering.get(i);
             if (c.open == 0) {
                 lingering.remove(i);
+                active.decrementAndGet();
             } else if (now - c.deadline >= 0) {
                 LOG.debug("jmesh tcp: {} did not close its end within {} ms of this sender's close", c.peer,
                         LINGER_MS);
                 finish(c);
                 lingering.remove(i);
+                active.decrementAndGet();
             } else {
                 wait = Math.min(wait, Math.max(1, TimeUnit.NANOSECONDS.toMillis(c.deadline - now)));
             }
@@ -224,29 +237,41 @@ final class TcpLinger implements SelectorAgent, AutoCloseable {
     public void onClose() {
         for (Closing c; (c = handed.poll()) != null; ) {
             finish(c);
+            active.decrementAndGet();
         }
         for (Closing c : lingering) {
             finish(c);
+            active.decrementAndGet();
         }
         lingering.clear();
         DataSockets.closeQuietly(selector);
     }
 
-    /** Ends the thread; what still lingers closes now. */
+    /**
+     * Ends the thread, after waiting up to {@link #CLOSE_WAIT_MS} for the peers to end what still lingers (an
+     * application that closes its sender and then its fabric and exits must not reset what it reported done); what
+     * still lingers then closes at once.
+     */
     @Override
     public void close() {
         SelectorAgentRunner r;
         synchronized (this) {
-            closed = true;
             r = runner;
+        }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_WAIT_MS);
+        while (r != null && r.isRunning() && active.get() > 0 && System.nanoTime() - deadline < 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+        synchronized (this) {
+            closed = true;
         }
         if (r != null) {
             r.close();
         }
     }
 
-    /** Connections still lingering (tests). */
+    /** Connections handed over and not yet closed. */
     int lingering() {
-        return lingering.size() + handed.size();
+        return active.get();
     }
 }
