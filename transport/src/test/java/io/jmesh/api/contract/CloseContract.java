@@ -10,7 +10,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * A sender's close is graceful: every send that {@code test} reported done before {@code close} is delivered, to
  * receives posted before the close and to receives posted after it, and the receiver then sees the close as {@link
- * Status#CLOSED}, never {@link Status#FAILED} (docs/api.md, "Closing"). Found by a user whose process sent three
+ * Status#CLOSED}, never {@link Status#FAILED} (docs/api.md, "When the sender closes"). Found by a user whose process sent three
  * small messages, saw each done, closed, and the peer lost them all.
  */
 public abstract class CloseContract extends ContractFixture {

@@ -126,31 +126,6 @@ class TcpProviderTest {
     }
 
     @Test
-    void ipv6Loopback() throws Exception {
-        TcpProvider a = provider("::1/128", Setting.TCP_SOCKETS.property(), "2");
-        TcpProvider b = provider("::1/128");
-        TcpTestSupport.Pair p = connect(a, b.listen());
-        assertEquals(2, TcpTestSupport.conn(p.sender()).count(), "the listener grants what the connector asked for, at most its own");
-        assertEquals(InetAddress.getByName("::1"), TcpTestSupport.conn(p.sender()).localAddress(1).getAddress());
-        long n = 3 * MIB + 1;
-        MemorySegment src = arena.allocate(n);
-        MemorySegment dst = arena.allocate(n);
-        fill(src, 0, n, 6);
-        Registration rs = a.register(src);
-        Registration rd = b.register(dst);
-        int rr = p.receiver().irecv(1, new Registration[] {rd}, new long[] {0}, new long[] {n}, new int[] {0});
-        int sr = send(p.sender(), rs, 0, n, 0);
-        complete(p.sender(), sr, p.receiver(), rr);
-        assertSameBytes(src, 0, dst, 0, n, "message over ::1");
-        p.sender().close();
-        int q = p.receiver().irecv(1, new Registration[] {rd}, new long[] {0}, new long[] {1}, new int[] {1});
-        int[] t = new int[1];
-        await("the receiver sees the close", () -> (t[0] = p.receiver().test(q)) != 0);
-        assertEquals(Status.CLOSED, t[0], p.receiver().error());
-        assertTrue(p.receiver().error().startsWith("the connection to [::1]:"), p.receiver().error());
-    }
-
-    @Test
     void thirtyTwoRequestsInFlight() throws Exception {
         TcpProvider a = provider("127.0.101.2/24");
         TcpProvider b = provider("127.0.101.3/24");
