@@ -36,7 +36,7 @@ final class ByeFrame {
 
     /** What is wrong with the goodbye at {@code at}, given the records this end read; null when nothing. */
     static String check(ByteBuffer b, int at, long read) {
-        if ((b.getLong(at) & 0x00ffffffffffffffL) != 0 || b.getLong(at + 16) != 0 || b.getLong(at + 24) != 0) {
+        if (EagerFrame.reservedSet(b, at)) {           // the same shape as a credit: a type, then one u64
             return "a goodbye frame with non-zero reserved bytes";
         }
         if (records(b, at) != read) {

@@ -157,8 +157,8 @@ final class EagerFrame {
         return null;
     }
 
-    /** Whether a CREDIT or FETCH frame has a non-zero byte where only its type and one u64 may be. */
-    private static boolean reservedSet(ByteBuffer b, int at) {
+    /** Whether a CREDIT, FETCH or goodbye frame has a non-zero byte where only its type and one u64 may be. */
+    static boolean reservedSet(ByteBuffer b, int at) {
         return (b.getLong(at) & 0x00ffffffffffffffL) != 0 || b.getLong(at + 16) != 0 || b.getLong(at + 24) != 0;
     }
 }

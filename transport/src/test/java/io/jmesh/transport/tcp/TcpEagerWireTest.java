@@ -120,6 +120,33 @@ class TcpEagerWireTest {
         assertViolation("fetch with non-zero reserved", reserved);
     }
 
+    /**
+     * A goodbye from the network is checked like any frame: one that claims records that never came, or has reserved
+     * bytes set, fails the connection; a good one after the records that came ends it (CLOSED, once the stream ends).
+     */
+    @Test
+    void goodbyeFramesAreCheckedAndAGoodOneEndsTheConnection() throws Exception {
+        ByteBuffer early = ByteBuffer.allocateDirect(ByeFrame.BYTES);
+        ByeFrame.write(early, 0, 3);
+        assertViolation("goodbye after 3 eager records, of which 0 arrived", early);
+        ByteBuffer reserved = ByteBuffer.allocateDirect(ByeFrame.BYTES);
+        ByeFrame.write(reserved, 0, 0);
+        reserved.put(20, (byte) 1);
+        assertViolation("goodbye frame with non-zero reserved", reserved);
+        try (Arena arena = Arena.ofConfined()) {
+            Fake f = receiver();
+            ByteBuffer good = ByteBuffer.allocateDirect(EagerFrame.BYTES + 8 + ByeFrame.BYTES);
+            good.put(record(1, 0, 5, 8, -1, 7));
+            ByeFrame.write(good, EagerFrame.BYTES + 8, 1);
+            write(f.peer, good.clear());
+            f.peer.shutdownOutput();
+            MemorySegment m = arena.allocate(64);
+            int first = post(f.receiver, m);
+            assertEquals(1, outcome(f.receiver, first), "the record before the goodbye: " + f.receiver.error());
+            assertEquals(Status.CLOSED, outcome(f.receiver, post(f.receiver, m)), f.receiver.error());
+        }
+    }
+
     /** A small receive's clear-to-send waits (the sender can fill it eagerly); the sender's fetch brings it out. */
     @Test
     void aFetchBringsOutTheClearToSendOfASmallReceive() throws Exception {
