@@ -30,6 +30,22 @@ import java.io.IOException;
  * link, and every poll after a failure or close throwing the same reason.
  */
 public abstract class ConnectMachine implements Connector {
+    /** Where a connect is; {@link #poll()} moves it along the picture above, only forwards. */
+    enum Stage {
+        /** No route yet: route discovery may still find one, until the handshake timeout. */
+        ROUTE,
+        /** The handshake is on its way; the listener has not answered yet. */
+        HANDSHAKE,
+        /** The listener accepted; the sender is being built from its answer (TCP's data sockets connect). */
+        BUILD,
+        /** The sender is built and READY sent; waiting for the listener's COMPLETE. */
+        CONFIRMED,
+        /** Done: the provider owns the sender. */
+        CONNECTED,
+        /** Ended without a sender (failed or closed): every poll throws {@code failure}; nothing is left. */
+        FAILED
+    }
+
     /** Under the provider's class name, so a log line says which provider connected. */
     private final Logger log = JmeshLog.logger(getClass());
 
@@ -37,11 +53,10 @@ public abstract class ConnectMachine implements Connector {
     private final HandshakeAgent agent;
     private final RelayRoutes routes;
     private final long routeDeadlineNanos;
+    private Stage stage = Stage.ROUTE;
     private Route route;
     private OutboundHandshake handshake;
     private CoreSender sender;
-    private boolean confirmed;
-    private boolean done;
     /** Why the connect ended without a sender; every later poll throws it. */
     private String failure;
 
@@ -94,6 +109,7 @@ public abstract class ConnectMachine implements Connector {
             freeUnowned();
             throw e;
         }
+        stage = Stage.HANDSHAKE;
         log.info("connecting to {} over {}", peer.prefixes(), route());
     }
 
@@ -111,43 +127,51 @@ public abstract class ConnectMachine implements Connector {
      */
     @Override
     public final CoreSender poll() {
-        if (done) {
-            if (sender == null) {
-                throw new IllegalStateException(failure);
-            }
-            return sender;
-        }
         try {
-            if (handshake == null && !awaitRoute()) {
-                return null;
-            }
-            switch (handshake.poll()) {
-                case IN_PROGRESS -> {
-                    return null;
+            return switch (stage) {
+                case CONNECTED -> sender;
+                case FAILED -> throw new IllegalStateException(failure);
+                case ROUTE -> {
+                    awaitRoute();
+                    yield null;
                 }
-                case ACTION_REQUIRED -> {
-                    if (!confirmed) {
-                        sender = build(handshake.peerPayload());
-                        if (sender != null) {
-                            confirmed = true;
-                            handshake.confirm();
-                        }
-                    }
-                    return null;
-                }
-                case COMPLETE -> {
-                    return connected();
-                }
-                default -> throw new IllegalStateException("connecting to " + route.peer().prefix() + " over "
-                        + route.local().prefix() + " failed: " + handshake.failure());
-            }
+                case HANDSHAKE, BUILD, CONFIRMED -> shake();
+            };
         } catch (IOException | RuntimeException e) {
+            if (stage == Stage.FAILED && e instanceof IllegalStateException ise) {
+                throw ise; // already failed: the same reason again
+            }
             throw fail(e);
         }
     }
 
+    /** One step of the handshake: the listener's answer builds the sender, its COMPLETE connects. */
+    private CoreSender shake() throws IOException {
+        switch (handshake.poll()) {
+            case IN_PROGRESS -> {
+                return null;
+            }
+            case ACTION_REQUIRED -> {
+                if (stage != Stage.CONFIRMED) {
+                    stage = Stage.BUILD;
+                    sender = build(handshake.peerPayload());
+                    if (sender != null) {
+                        stage = Stage.CONFIRMED;
+                        handshake.confirm();
+                    }
+                }
+                return null;
+            }
+            case COMPLETE -> {
+                return connected();
+            }
+            default -> throw new IllegalStateException("connecting to " + route.peer().prefix() + " over "
+                    + route.local().prefix() + " failed: " + handshake.failure());
+        }
+    }
+
     private CoreSender connected() {
-        done = true;
+        stage = Stage.CONNECTED;
         ended();
         if (!adopt(sender)) {
             throw new IllegalStateException("connecting to " + route.peer().prefix() + " failed: the provider was "
@@ -160,18 +184,15 @@ public abstract class ConnectMachine implements Connector {
         return sender;
     }
 
-    /** True once a route is known and the handshake started; throws when none came within the timeout. */
-    private boolean awaitRoute() {
+    /** Starts the handshake once discovery knows a route; throws when none came within the timeout. */
+    private void awaitRoute() {
         Route r = routes.relayedRoute(peer);
-        if (r == null) {
-            if (System.nanoTime() - routeDeadlineNanos < 0) {
-                return false;
-            }
+        if (r != null) {
+            start(r);
+        } else if (System.nanoTime() - routeDeadlineNanos >= 0) {
             throw new IllegalStateException("connecting to " + peer.prefixes() + " failed: no route within the "
                     + "handshake timeout; " + routes.noRouteReason(peer));
         }
-        start(r);
-        return true;
     }
 
     private IllegalStateException fail(Exception e) {
@@ -188,7 +209,7 @@ public abstract class ConnectMachine implements Connector {
     /** Abandons a connect that has not completed; a completed one is owned by its sender. */
     @Override
     public final void close() {
-        if (!done) {
+        if (stage != Stage.CONNECTED && stage != Stage.FAILED) {
             failure = "the connect to " + peer.prefixes() + " was closed before it completed (Connector.close())";
             if (handshake != null) {
                 handshake.close();
@@ -198,8 +219,8 @@ public abstract class ConnectMachine implements Connector {
     }
 
     private void discard() {
-        boolean wasDone = done;
-        done = true;
+        boolean ended = stage == Stage.CONNECTED; // connected() told the provider already
+        stage = Stage.FAILED;
         if (sender != null) {
             CoreSender s = sender;
             sender = null;
@@ -207,7 +228,7 @@ public abstract class ConnectMachine implements Connector {
         } else {
             freeUnowned();
         }
-        if (!wasDone) {
+        if (!ended) {
             ended();
         }
     }

@@ -1,14 +1,12 @@
 package io.jmesh.transport.rdma;
 
 import io.jmesh.api.ListenHandle;
-import io.jmesh.api.NoRouteException;
 import io.jmesh.transport.connect.ConnectMachine;
 import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.core.Cts;
 import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.core.SendSlot;
 import io.jmesh.transport.net.Route;
-import io.jmesh.transport.net.RouteSelector;
 import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
@@ -19,9 +17,10 @@ import java.util.StringJoiner;
 /**
  * The verbs side of a connect ({@link ConnectMachine} runs it): the queue pairs, created in INIT for the HELLO and
  * brought to RTR and RTS by the listener's answer, under an {@link RdmaSendWire} (or, through a relay node, a
- * {@link RelayedSendWire} with one queue pair to the relay). The route is chosen here: the local link that shares a
- * subnet with the peer (the preferred link first when it can reach the peer, then the fastest), plus every other
- * equally fast link to the same peer when multi-link is on (twins), each with the configured number of queue pairs.
+ * {@link RelayedSendWire} with one queue pair to the relay). The control plane chose the links that share a subnet
+ * with the peer ({@code ControlPlane.plan}: the preferred link first when it can reach the peer, then the fastest);
+ * the connect uses the first plus every other equally fast one when multi-link is on (twins), each with the
+ * configured number of queue pairs.
  */
 public final class RdmaConnect extends ConnectMachine {
     private static final Logger LOG = JmeshLog.logger(RdmaConnect.class);
@@ -30,16 +29,11 @@ public final class RdmaConnect extends ConnectMachine {
     private List<Route> routes = List.of();
     private Endpoint[] rails = new Endpoint[0];
 
-    /** A direct connect over the links that share a subnet with the peer. */
-    RdmaConnect(RdmaProvider provider, ListenHandle peer, String preferredLink) throws NoRouteException {
-        super(provider.agent(), provider, peer);
+    /** A direct connect over {@code all}: the links that share a subnet with the peer, in order of preference. */
+    RdmaConnect(RdmaProvider provider, ListenHandle peer, List<Route> all) {
+        super(provider.agent(), provider.control(), peer);
         this.provider = provider;
-        List<Route> all = RouteSelector.select(provider.links(), peer, preferredLink);
         Route first = all.getFirst();
-        if (preferredLink != null && !RouteSelector.usesLink(first, preferredLink)) {
-            LOG.info("{} shares no subnet with {}; connecting over {} instead", preferredLink, peer.prefixes(),
-                    first.local());
-        }
         List<Route> used = new ArrayList<>();
         used.add(first);
         int qps = provider.qpsPerConnection();
@@ -58,7 +52,7 @@ public final class RdmaConnect extends ConnectMachine {
      * discovery to find one, up to the handshake timeout.
      */
     RdmaConnect(RdmaProvider provider, ListenHandle peer, Route route) {
-        super(provider.agent(), provider, peer);
+        super(provider.agent(), provider.control(), peer);
         this.provider = provider;
         if (route != null) {
             start(route);

@@ -7,16 +7,12 @@ import io.jmesh.transport.discovery.DiscoveryResult;
 import io.jmesh.transport.discovery.PortAddress;
 import io.jmesh.transport.discovery.RdmaDevice;
 import io.jmesh.transport.discovery.RdmaPort;
+import io.jmesh.transport.control.ControlPlane;
+import io.jmesh.transport.control.RoutePlan;
 import io.jmesh.transport.handshake.HandshakeAgent;
-import io.jmesh.transport.handshake.HandshakeSettings;
 import io.jmesh.api.ListenHandle;
 import io.jmesh.api.LocalLink;
-import io.jmesh.transport.connect.RelayRoutes;
-import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
-import io.jmesh.transport.route.RelayPolicy;
-import io.jmesh.transport.route.MeshKey;
-import io.jmesh.transport.route.RouteService;
 import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.verbs.DeviceContext;
 import io.jmesh.transport.verbs.ProtectionDomain;
@@ -31,7 +27,6 @@ import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
@@ -54,7 +49,7 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  * }
  * }</pre>
  */
-public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoutes {
+public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     private static final Logger LOG = JmeshLog.logger(RdmaProvider.class);
     /** Registrations cover whole pages of this size. */
     private static final long PAGE = 4096;
@@ -63,13 +58,10 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
     private final List<LocalLink> links;
     private final List<String> devices;
     private final QpOptions options;
-    private final HandshakeAgent agent;
+    /** Handshakes, liveness, route discovery and the relay ({@link VerbsRelay}); its relay closes first, the rest last. */
+    private final ControlPlane control;
     /** The devices' asynchronous events; stopped first on close. */
     private final DeviceEvents events = new DeviceEvents();
-    /** Route discovery, started once the provider exists and closed before the agent. */
-    private RouteService routes;
-    /** Relays other nodes' connections through this one; closed before the registrations and devices it uses. */
-    private VerbsRelay relay;
     private final Map<String, ProtectionDomain> domains = new LinkedHashMap<>();
     private final List<AutoCloseable> owned = new ArrayList<>();
     /** Open connections (senders and receivers), closed before the listeners, PDs and devices. */
@@ -95,7 +87,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
     private final int eagerThreshold;
     private boolean closed;
 
-    private RdmaProvider(Verbs verbs, List<LocalLink> links, QpOptions options, HandshakeAgent agent,
+    private RdmaProvider(Verbs verbs, List<LocalLink> links, QpOptions options, ControlPlane control,
                          int qpsPerConnection, boolean multiLink, int eagerThreshold) {
         this.verbs = verbs;
         this.eagerThreshold = eagerThreshold;
@@ -104,7 +96,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
         this.links = List.copyOf(links);
         this.devices = links.stream().map(LocalLink::device).distinct().toList();
         this.options = options;
-        this.agent = agent;
+        this.control = control;
     }
 
     /**
@@ -128,32 +120,17 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
         Verbs verbs = Verbs.load();
         QpOptions options = QpOptions.of(context.ibTimeout(), context.ibRetryCount(), context.ibRnrRetry(),
                 context.ibServiceLevel(), context.ibTrafficClass());
-        HandshakeAgent agent;
-        try {
-            agent = HandshakeAgent.start(new HandshakeSettings(context.handshakeTimeout(),
-                    context.handshakeMaxPending(), MeshKey.of(context.meshKey())),
-                    links.stream().map(LocalLink::prefix).toList(),
-                    context.livenessTimeout());
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
-        }
-        RdmaProvider provider = new RdmaProvider(verbs, links, options, agent, context.qpsPerConnection(),
+        ControlPlane control = ControlPlane.open(context, links);
+        RdmaProvider provider = new RdmaProvider(verbs, links, options, control, context.qpsPerConnection(),
                 context.multiLink(), context.eagerThreshold());
         try {
-            if (context.routePort() != 0) {
-                provider.relay = VerbsRelay.start(provider, links, context.handshakeTimeout().toNanos(),
-                        context.handshakeMaxPending(), context.relayChunkBytes(), context.relayChunks());
-            }
-            provider.routes = RouteService.start(links, context.routePort(),
-                    provider.relay == null ? Map.of() : provider.relay.ports(), context.routes(),
-                    agent.settings().meshKey());
-            if (provider.relay != null) {
-                provider.relay.policy(new RelayPolicy(provider.routes.table()));
-            }
-        } catch (IOException | RuntimeException e) {
+            // no route port, no relay: a node that takes no part in discovery cannot be asked to relay
+            control.startRouting(context.routePort() == 0 ? null : settings -> VerbsRelay.bind(provider, links,
+                    settings.timeout().toNanos(), settings.maxPendingPerListener(), context.relayChunkBytes(),
+                    context.relayChunks()));
+        } catch (RuntimeException e) {
             provider.close();
-            throw e instanceof RuntimeException r ? r : new UncheckedIOException("cannot start route discovery: "
-                    + e.getMessage(), (IOException) e);
+            throw e;
         }
         return provider;
     }
@@ -201,7 +178,11 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
     }
 
     HandshakeAgent agent() {
-        return agent;
+        return control.agent();
+    }
+
+    ControlPlane control() {
+        return control;
     }
 
     int qpsPerConnection() {
@@ -421,7 +402,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
     /** Listens on every usable link; the handle carries all their addresses. */
     @Override
     public RdmaListener listen() throws IOException {
-        RdmaListener l = new RdmaListener(this, agent.listenOn(links, 0));
+        RdmaListener l = new RdmaListener(this, control.agent().listenOn(links, 0));
         synchronized (this) {
             owned.add(l);
         }
@@ -442,40 +423,15 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
             throw new IllegalArgumentException("the peer listens with the tcp provider, this node uses rdma: set "
                     + "JMESH_PROVIDER the same on both nodes");
         }
-        try {
-            return new RdmaConnect(this, peer, preferredLink);
-        } catch (io.jmesh.api.NoRouteException e) {
-            Route relayed = relayedRoute(peer);
-            if (relayed == null && (routes == null || !routes.mayFindRoute(peer))) {
-                throw RdmaNoRoute.explain(e, peer, routes);
-            }
-            // through a relay; with none known yet while one may come, the connect waits for it
-            return new RdmaConnect(this, peer, relayed);
-        }
-    }
-
-    /** The neighbour to go through towards {@code target}, which no link of this node reaches; or null. */
-    io.jmesh.transport.route.NextHop nextHop(InetAddress target) {
-        return routes == null ? null : routes.nextHop(target);
+        RoutePlan plan = control.plan(peer, preferredLink);
+        // through a relay, or with none known yet while one may come, waiting for it: one queue pair, to the relay
+        return plan.isDirect() ? new RdmaConnect(this, peer, plan.direct())
+                : new RdmaConnect(this, peer, plan.relayed());
     }
 
     /** What route discovery knows, for error messages. */
     String describeRoutes() {
-        return routes == null ? "route discovery is off" : routes.describe();
-    }
-
-    /** The route to {@code peer} through a relay node, or null. */
-    @Override
-    public Route relayedRoute(ListenHandle peer) {
-        return routes == null ? null : routes.relayedRoute(peer);
-    }
-
-    /** Why no route reaches {@code peer}: this node's links and what its routing table knows. */
-    @Override
-    public String noRouteReason(io.jmesh.api.ListenHandle peer) {
-        return "this node's links " + links.stream().map(LocalLink::prefix).toList() + ", peer " + peer.prefixes()
-                + "; " + (routes == null ? "no route discovery" : routes.describe())
-                + " (is every node of the path running jmesh with the same JMESH_ROUTE_PORT?)";
+        return control.describeRoutes();
     }
 
     /**
@@ -486,17 +442,13 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
      */
     @Override
     public void close() {
-        VerbsRelay r;
         synchronized (this) {
             if (closed) {
                 return;
             }
             closed = true;
-            r = relay;
         }
-        if (r != null) {
-            r.close();          // first and outside this lock: its handshake threads and chunk rings take it to end
-        }
+        control.closeRelay();   // first and outside this lock: its handshake threads and chunk rings take it to end
         closeRest();
     }
 
@@ -511,9 +463,8 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
             order.add(pd);
             order.add(pd.device());
         }
-        order.add(routes);                  // null where route discovery is off; skipped
-        // last: the listeners and connects closed above have handed their sockets back to it
-        order.add(agent);
+        // last: discovery, then the agent, which the listeners and connects closed above handed their sockets back to
+        order.add(control);
         connections.clear();
         try {
             CloseHelper.closeAll(order);    // the first failure, the others suppressed in it

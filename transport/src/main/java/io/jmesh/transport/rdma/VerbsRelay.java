@@ -2,6 +2,8 @@ package io.jmesh.transport.rdma;
 
 import io.jmesh.api.BackoffIdleStrategy;
 import io.jmesh.api.CloseHelper;
+import io.jmesh.transport.control.RelayEndpoint;
+import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.api.LocalLink;
 import io.jmesh.transport.route.PendingRequests;
@@ -34,7 +36,7 @@ import java.util.concurrent.locks.LockSupport;
  * listener at the far end checks the connector's secret itself. Closing the relay closes every relayed connection:
  * both of their ends fail.
  */
-final class VerbsRelay implements AutoCloseable {
+final class VerbsRelay implements RelayEndpoint {
     static final String THREAD_NAME = "jmesh-verbs-relay";
     static final Logger LOG = JmeshLog.logger(VerbsRelay.class);
 
@@ -66,8 +68,11 @@ final class VerbsRelay implements AutoCloseable {
         this.forwarder = Thread.ofPlatform().daemon().name(THREAD_NAME).unstarted(this::forward);
     }
 
-    /** Binds an endpoint on each link address (an ephemeral port) and starts relaying. */
-    static VerbsRelay start(RdmaProvider provider, List<LocalLink> links, long timeoutNanos, int maxPending,
+    /**
+     * Binds an endpoint on each link address (an ephemeral port) and starts its threads; requests wait for {@link
+     * #start}'s policy.
+     */
+    static VerbsRelay bind(RdmaProvider provider, List<LocalLink> links, long timeoutNanos, int maxPending,
                             long chunkBytes, int chunks) throws IOException {
         VerbsRelay relay = new VerbsRelay(provider, timeoutNanos, maxPending, chunkBytes, chunks);
         try {
@@ -91,7 +96,8 @@ final class VerbsRelay implements AutoCloseable {
     }
 
     /** This node's relay endpoint port on each link address, for route discovery to advertise. */
-    Map<InetAddress, Integer> ports() {
+    @Override
+    public Map<InetAddress, Integer> ports() {
         Map<InetAddress, Integer> ports = new HashMap<>();
         servers.forEach((a, s) -> ports.put(a, s.getLocalPort()));
         return ports;
@@ -106,8 +112,12 @@ final class VerbsRelay implements AutoCloseable {
         return provider;
     }
 
-    /** The relay policy over route discovery's table, set once discovery runs (it needs this relay's ports). */
-    void policy(RelayPolicy p) {
+    /**
+     * Admits requests by {@code p}, over route discovery's table, set once discovery runs (it needs this relay's
+     * ports). {@code liveness} is the provider agent's, which the relay sessions reach through their provider.
+     */
+    @Override
+    public void start(RelayPolicy p, Liveness liveness) {
         policy = p;
     }
 

@@ -40,7 +40,7 @@ public final class TcpConnect extends ConnectMachine {
 
     /** @param route the route, or null to wait for route discovery to find one */
     TcpConnect(TcpProvider provider, ListenHandle peer, Route route) {
-        super(provider.agent(), provider, peer);
+        super(provider.agent(), provider.control(), peer);
         this.provider = provider;
         this.requested = provider.sockets();
         if (route != null) {

@@ -4,21 +4,18 @@ import io.jmesh.api.CloseHelper;
 import io.jmesh.api.Context;
 import io.jmesh.api.Registration;
 import io.jmesh.api.spi.Provider;
+import io.jmesh.transport.control.ControlPlane;
+import io.jmesh.transport.control.RoutePlan;
 import io.jmesh.transport.handshake.HandshakeAgent;
-import io.jmesh.transport.handshake.HandshakeSettings;
 import io.jmesh.api.ListenHandle;
 import io.jmesh.api.LocalLink;
 import io.jmesh.api.NoRouteException;
-import io.jmesh.transport.connect.RelayRoutes;
-import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
-import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.RouteService;
 import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.time.Duration;
@@ -47,15 +44,15 @@ import java.util.Set;
  * that are still open, in that order, and then its handshake agent (the thread that runs its handshakes with the
  * context's timeout and limit). Registrations stay the caller's.
  */
-public final class TcpProvider implements Provider, RelayRoutes {
+public final class TcpProvider implements Provider {
     private static final Logger LOG = JmeshLog.logger(TcpProvider.class);
 
     private final List<LocalLink> links;
     private final int sockets;
     private final Duration handshakeTimeout;
-    private final HandshakeAgent agent;
+    /** Handshakes, liveness, route discovery and the relay ({@link TcpRelay}): closed last. */
+    private final ControlPlane control;
     private final TcpRelay relay;
-    private final RouteService routes;
     private final Set<AutoCloseable> owned = new LinkedHashSet<>();
     private final TcpRegistry registry = new TcpRegistry();
     private final int threads;
@@ -69,7 +66,7 @@ public final class TcpProvider implements Provider, RelayRoutes {
     private boolean closed;
 
     TcpProvider(List<LocalLink> links, int sockets, int threads, int spinUs, int eagerThreshold, int socket0Max,
-                Duration handshakeTimeout, HandshakeAgent agent, TcpRelay relay, RouteService routes) {
+                Duration handshakeTimeout, ControlPlane control, TcpRelay relay) {
         this.socket0Max = socket0Max;
         this.links = List.copyOf(links);
         this.sockets = sockets;
@@ -77,9 +74,8 @@ public final class TcpProvider implements Provider, RelayRoutes {
         this.threads = threads;
         this.spinUs = spinUs;
         this.handshakeTimeout = handshakeTimeout;
-        this.agent = agent;
+        this.control = control;
         this.relay = relay;
-        this.routes = routes;
     }
 
     /**
@@ -91,39 +87,23 @@ public final class TcpProvider implements Provider, RelayRoutes {
     public static TcpProvider open(Context context) {
         context.conclude();
         List<LocalLink> links = TcpLinks.discover(context.addresses());
-        HandshakeAgent agent;
+        ControlPlane control = ControlPlane.open(context, links);
+        TcpRelay[] relay = new TcpRelay[1];
         try {
-            agent = HandshakeAgent.start(new HandshakeSettings(context.handshakeTimeout(),
-                    context.handshakeMaxPending(), MeshKey.of(context.meshKey())),
-                    links.stream().map(LocalLink::prefix).toList(),
-                    context.livenessTimeout());
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot start the jmesh handshake agent: " + e.getMessage(), e);
-        }
-        TcpRelay relay = null;
-        RouteService routes = null;
-        try {
-            relay = TcpRelay.bind(links, context.handshakeTimeout().toNanos(), context.handshakeMaxPending(),
-                    agent.settings().meshKey(), Math.min(context.tcpThreads(),
-                            Runtime.getRuntime().availableProcessors()), context.tcpRelaySplice());
-            routes = RouteService.start(links, context.routePort(), relay.ports(), context.routes(),
-                    agent.settings().meshKey());
-            relay.start(routes.table(), agent.liveness());
-        } catch (IOException | RuntimeException e) {
-            CloseHelper.closeAll(e::addSuppressed, routes, relay, agent);
-            if (e instanceof RuntimeException r) {
-                throw r;
-            }
-            throw new UncheckedIOException("cannot start the jmesh relay and route discovery: " + e.getMessage(),
-                    (IOException) e);
+            control.startRouting(settings -> relay[0] = TcpRelay.bind(links, settings.timeout().toNanos(),
+                    settings.maxPendingPerListener(), settings.meshKey(),
+                    Math.min(context.tcpThreads(), Runtime.getRuntime().availableProcessors()),
+                    context.tcpRelaySplice()));
+        } catch (RuntimeException e) {
+            CloseHelper.closeAll(e::addSuppressed, control);
+            throw e;
         }
         LOG.info("jmesh tcp: links {}, {} data sockets per connection, {} helper threads ({} CPUs, spinning {} us "
                         + "before they sleep), eager up to {} bytes, relay ports {}", links, context.tcpSockets(),
                 context.tcpThreads(), Runtime.getRuntime().availableProcessors(), context.tcpSpinUs(),
-                context.tcpEagerThreshold(), relay.ports());
+                context.tcpEagerThreshold(), relay[0].ports());
         return new TcpProvider(links, context.tcpSockets(), context.tcpThreads(), context.tcpSpinUs(),
-                context.tcpEagerThreshold(), context.tcpSocket0Max(), context.handshakeTimeout(), agent, relay,
-                routes);
+                context.tcpEagerThreshold(), context.tcpSocket0Max(), context.handshakeTimeout(), control, relay[0]);
     }
 
     @Override
@@ -161,7 +141,11 @@ public final class TcpProvider implements Provider, RelayRoutes {
     }
 
     HandshakeAgent agent() {
-        return agent;
+        return control.agent();
+    }
+
+    ControlPlane control() {
+        return control;
     }
 
     /** The local link whose address is {@code local}, or null. */
@@ -173,7 +157,7 @@ public final class TcpProvider implements Provider, RelayRoutes {
     @Override
     public TcpListener listen() throws IOException {
         checkOpen();
-        TcpListener l = new TcpListener(this, agent.listenOn(links, ListenHandle.FLAG_TCP_PROVIDER));
+        TcpListener l = new TcpListener(this, control.agent().listenOn(links, ListenHandle.FLAG_TCP_PROVIDER));
         if (!adopt(l)) {
             l.close();
             throw new IllegalStateException("the TCP provider is closed");
@@ -201,21 +185,8 @@ public final class TcpProvider implements Provider, RelayRoutes {
             throw new IllegalArgumentException("cannot connect to " + peer.prefixes() + ": the peer listens with the "
                     + "rdma provider and this node uses tcp; set JMESH_PROVIDER the same on both nodes");
         }
-        Route route;
-        try {
-            route = RouteSelector.select(links, peer, preferredLink).getFirst();
-        } catch (NoRouteException direct) {
-            route = relayedRoute(peer);
-            if (route == null && !routes.mayFindRoute(peer)) {
-                throw new NoRouteException(direct.getMessage() + "; no route through other nodes either: "
-                        + noRouteReason(peer), direct.localAddresses(), direct.peerAddresses());
-            }
-        }
-        if (route != null && preferredLink != null && !RouteSelector.usesLink(route, preferredLink)) {
-            LOG.info("{} shares no subnet with {}; connecting over {} instead", preferredLink, peer.prefixes(),
-                    route.local());
-        }
-        TcpConnect c = new TcpConnect(this, peer, route);
+        RoutePlan plan = control.plan(peer, preferredLink);
+        TcpConnect c = new TcpConnect(this, peer, plan.first());
         if (!adopt(c)) {
             c.close();
             throw new IllegalStateException("the TCP provider is closed");
@@ -223,23 +194,9 @@ public final class TcpProvider implements Provider, RelayRoutes {
         return c;
     }
 
-    /** The route to {@code peer} through other nodes, or null (see {@link RouteService#relayedRoute}). */
-    @Override
-    public Route relayedRoute(ListenHandle peer) {
-        return routes.relayedRoute(peer);
-    }
-
-    /** Why no route reaches {@code peer}: this node's links and what its routing table knows. */
-    @Override
-    public String noRouteReason(ListenHandle peer) {
-        return "this node's links " + links.stream().map(LocalLink::prefix).toList() + ", peer " + peer.prefixes()
-                + "; " + routes.describe() + " (is every node of the path running jmesh with the same "
-                + "JMESH_ROUTE_PORT, and UDP allowed on the mesh links?)";
-    }
-
     /** The route service, for tests. */
     RouteService routes() {
-        return routes;
+        return control.routes();
     }
 
     TcpRelay relay() {
@@ -319,9 +276,9 @@ public final class TcpProvider implements Provider, RelayRoutes {
         toClose.sort((a, b) -> Integer.compare(rank(a), rank(b)));
         toClose.add(linger);                // after the connections, whose close hands it their sockets
         toClose.add(pumps);                 // after the connections: their lanes are retired by then
-        toClose.add(routes);                // after the connections they route; null entries are skipped
-        toClose.add(relay);
-        toClose.add(agent);                 // last: the connects and listeners hand their sockets back to it
+        // last, after the connections it routes: discovery, the relay, then the handshake agent, which the
+        // connects and listeners closed above hand their sockets back to
+        toClose.add(control);
         CloseHelper.closeAll(toClose);      // the first failure, the others suppressed in it
     }
 

@@ -1,5 +1,6 @@
 package io.jmesh.transport.tcp;
 
+import io.jmesh.transport.control.RelayEndpoint;
 import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.api.LocalLink;
@@ -7,7 +8,6 @@ import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.PendingRequests;
 import io.jmesh.transport.route.RelayPolicy;
 import io.jmesh.transport.route.RelayRequest;
-import io.jmesh.transport.route.RouteTable;
 import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
@@ -48,7 +48,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * block relayed or direct connections. Closing the relay closes every relayed socket: both ends see their connection
  * end at once.
  */
-final class TcpRelay implements AutoCloseable {
+final class TcpRelay implements RelayEndpoint {
     static final String THREAD_NAME = "jmesh-relay";
     static final int MAX_SPLICES = 1024;
     private static final Logger LOG = JmeshLog.logger(TcpRelay.class);
@@ -126,14 +126,16 @@ final class TcpRelay implements AutoCloseable {
     }
 
     /** The endpoint's port on each link address, for the route service to advertise. */
-    Map<InetAddress, Integer> ports() {
+    @Override
+    public Map<InetAddress, Integer> ports() {
         Map<InetAddress, Integer> out = new HashMap<>();
         servers.forEach((a, s) -> out.put(a, s.socket().getLocalPort()));
         return out;
     }
 
-    void start(RouteTable routes, Liveness liveness) {
-        this.policy = new RelayPolicy(routes);
+    @Override
+    public void start(RelayPolicy policy, Liveness liveness) {
+        this.policy = policy;
         this.liveness = liveness;
         for (SpliceWorker w : workers) {
             w.start();

@@ -1,4 +1,4 @@
-package io.jmesh.transport.rdma;
+package io.jmesh.transport.control;
 
 import io.jmesh.api.IpPrefix;
 import io.jmesh.api.ListenAddress;
@@ -16,18 +16,17 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * What a verbs connect says when no link reaches the peer and no relay can take it: where discovery knows a way whose
- * neighbour offers no relay endpoint, that neighbour and what to check; else what the table knows. The neighbour here
- * is a bare route service on loopback subnets that advertises no relay; the route service is the one a verbs provider
- * runs. No RDMA device needed.
+ * What a connect says, on either provider, when no link reaches the peer and no relay can take it: where discovery
+ * knows a way whose neighbour offers no relay endpoint (a verbs node started with JMESH_ROUTE_PORT but no relay), that
+ * neighbour and what to check; else what this node and its table know. The neighbour here is a bare route service on
+ * loopback subnets that advertises no relay. No RDMA device needed.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class RdmaNoRouteTest {
+class NoRouteTest {
     @Test
     void aPeerBehindANeighbourWithoutARelayIsNamedWithWhatToCheck() throws Exception {
         int port = ThreadLocalRandom.current().nextInt(30_000, 40_000);
@@ -47,16 +46,18 @@ class RdmaNoRouteTest {
                 Thread.sleep(20);
             }
             assertNull(routes.relayedRoute(peer), "a neighbour without a relay endpoint is no relayed route");
-            String message = RdmaNoRoute.explain(direct, peer, routes).getMessage();
+            String message = NoRoute.explain(direct, peer, "REASON", routes).getMessage();
             assertTrue(message.startsWith("no shared subnet with peer [127.74.2.3/24]")
                     && message.contains("goes through node 127.74.1.2 (1 relay)")
                     && message.contains("offers no relay endpoint"), message);
             ListenHandle nowhere = new ListenHandle(0, 42, List.of(new ListenAddress(IpPrefix.parse("127.74.9.3/24"),
                     4791, 0)));
-            String none = RdmaNoRoute.explain(direct, nowhere, routes).getMessage();
+            String none = NoRoute.explain(direct, nowhere, "REASON " + routes.describe(), routes).getMessage();
             assertTrue(none.contains("no route through other nodes either") && none.contains("neighbour 127.74.1.2"),
                     none);
         }
-        assertSame(direct, RdmaNoRoute.explain(direct, peer, null));
+        String before = NoRoute.explain(direct, peer, "route discovery has not started", null).getMessage();
+        assertTrue(before.equals(direct.getMessage() + "; no route through other nodes either: route discovery has "
+                + "not started"), before);
     }
 }

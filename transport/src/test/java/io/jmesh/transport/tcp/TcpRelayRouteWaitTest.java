@@ -7,6 +7,7 @@ import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.route.MeshKey;
 import io.jmesh.transport.route.RelayRequest;
 import io.jmesh.transport.route.Adverts;
+import io.jmesh.transport.route.RelayPolicy;
 import io.jmesh.transport.route.RouteTable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -65,7 +66,7 @@ class TcpRelayRouteWaitTest {
         heardC(System.nanoTime() - 2 * EXPIRY_NANOS); // c was heard, then missed its probes: lost for now
         liveness = Liveness.start(List.of(near.prefix(), far.prefix()), Duration.ofSeconds(30));
         relay = TcpRelay.bind(List.of(near, far), TIMEOUT_NANOS, 8, MeshKey.NONE, 1, false);
-        relay.start(table, liveness);
+        relay.start(new RelayPolicy(table), liveness);
         asker = SocketChannel.open();
         asker.bind(new InetSocketAddress(ip(NET + ".1.1"), 0));
         asker.connect(new InetSocketAddress(near.prefix().address(), relay.ports().get(near.prefix().address())));
