@@ -62,17 +62,20 @@ else
         testbed_step junit-single testbed/junit --retry-infra single --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaPortDownTest
         # meshes that are not full, every node to every other through relays: a - b - c (and its relay killed
-        # mid-transfer, and frozen after a relayed connection outlived its liveness timeout idle and streaming), a
-        # ring of four, and a line of four
+        # mid-transfer, and frozen after a relayed connection outlived its liveness timeout idle and streaming; and
+        # a sender closing gracefully through it), a ring of four, and a line of four
         testbed_step junit-line3 testbed/junit --retry-infra line:3 --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaRelayTest \
+            --select-class io.jmesh.transport.rdma.RdmaRelayedCloseTest \
             --select-class io.jmesh.transport.rdma.RdmaKilledRelayTest \
             --select-class io.jmesh.transport.rdma.RdmaFrozenRelayTest
         testbed_step junit-ring4 testbed/junit --retry-infra ring:4 --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaRelayTest
-        # a - b - c - d: a reaches d through two relays (b pushes records to c), and c killed mid-transfer
+        # a - b - c - d: a reaches d through two relays (b pushes records to c), a's close travels both, and c
+        # killed mid-transfer
         testbed_step junit-line4 testbed/junit --retry-infra line:4 --classpath "$cp" \
             -- --select-class io.jmesh.transport.rdma.RdmaRelayTest \
+            --select-class io.jmesh.transport.rdma.RdmaRelayedCloseTest \
             --select-class io.jmesh.transport.rdma.RdmaKilledRelayTest
         # aarch64, what jmesh's users run: arm64 guests (qemu-system-aarch64, TCG) of pair, with Debian's arm64 JDK
         # and rdma-core: the bindings' layouts against gcc for aarch64, the inline verbs and the contract suite on

@@ -28,13 +28,13 @@ final class PullIntake extends RelayIntake {
     private long pullOffset;
     private long released;
 
-    /** The pipe's memory: the descriptor ring ({@link RelayLayout#DESCS} bytes), then the chunks. */
+    /** The pipe's memory: the descriptor ring ({@link RelayLayout#DESCS} bytes), the goodbye word, the chunks. */
     PullIntake(RelayPipe pipe, long chunkBytes) {
         super(pipe);
         this.chunkBytes = chunkBytes;
-        this.descs = pipe.memory.memory().asSlice(0, RelayLayout.DESCS);
-        this.chunkBase = pipe.memory.address + RelayLayout.DESCS;
-        this.chunks = (int) ((pipe.memory.length - RelayLayout.DESCS) / chunkBytes);
+        this.descs = pipe.memory.memory().asSlice(0, RelayLayout.CHUNKS_AT);
+        this.chunkBase = pipe.memory.address + RelayLayout.CHUNKS_AT;
+        this.chunks = (int) ((pipe.memory.length - RelayLayout.CHUNKS_AT) / chunkBytes);
     }
 
     @Override
@@ -46,6 +46,13 @@ final class PullIntake extends RelayIntake {
     @Override
     int poll() {
         int work = 0;
+        if (pipe.byeAfter < 0) {
+            long bye = RelayLayout.bye(descs);
+            if (bye != 0) {
+                pipe.goodbyeFrom(bye - 1);
+                work++;
+            }
+        }
         while (!pipe.failed()) {
             if (!pulling) {
                 if (pipe.taken >= pipe.ctsRequest || !descriptorsArrived(pipe.taken)) {

@@ -84,6 +84,17 @@ final class ReceiverOutlet extends RelayOutlet {
         return work;
     }
 
+    /** The receiver's goodbye is a direct sender's ({@link Goodbye}): the receiver then ends as it does there. */
+    @Override
+    boolean goodbye(long messages) {
+        if (pipe.posted < pipe.added || endRequest < pipe.taken || pipe.downOut + 1 >= pipe.down.sendDepth) {
+            return false;
+        }
+        Wr.send(pipe.down.wr[0], RelayPipe.BYE, MemorySegment.NULL, MemorySegment.NULL, 0, pipe.opWriteImm,
+                pipe.flagSignaled, RdmaSendWire.IMM_BYE, pipe.downAddress, pipe.downRkey);
+        return pipe.postDown("goodbye");
+    }
+
     @Override
     String describe() {
         return "the receiver";

@@ -41,12 +41,21 @@ final class RecordIntake extends RelayIntake {
     @Override
     int poll() {
         int work = 0;
-        while (!pipe.failed() && !pipe.full()) {
+        while (!pipe.failed() && !pipe.full() && pipe.byeAfter < 0) {
             long n = pipe.added;
             long slotAt = (n % records) * stride;
             long t = slotAt + recordBytes;
             if (RelayLayout.trailerSeq(ring, t) != n + 1) {
                 return work;
+            }
+            if (RelayLayout.trailerFlags(ring, t) == RelayLayout.BYE) {
+                if (seen != 0 || RelayLayout.trailerLength(ring, t) != 0) {
+                    pipe.fail("the relay before sent a goodbye in the middle of message " + pipe.taken + " (run the "
+                            + "same jmesh version on every node)");
+                } else {
+                    pipe.goodbyeFrom(RelayLayout.trailerTotal(ring, t));
+                }
+                return work + 1;
             }
             String bad = check(t);
             if (bad != null) {

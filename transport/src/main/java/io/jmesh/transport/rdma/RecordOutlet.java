@@ -83,6 +83,25 @@ final class RecordOutlet extends RelayOutlet {
         return work;
     }
 
+    /** A record with no data and the BYE flag, behind the last message's records; its total is the count. */
+    @Override
+    boolean goodbye(long messages) {
+        Endpoint down = pipe.down;
+        if (pipe.posted < pipe.added || sent - credits >= records || pipe.downOut + 1 >= down.sendDepth) {
+            return false;
+        }
+        long t = (sent % records) * RelayLayout.TRAILER_BYTES;
+        RelayLayout.trailer(trailers, t, 0, 0, 0, RelayLayout.BYE, messages, sent + 1);
+        Wr.sge(down.sge[0], trailers.address() + t, RelayLayout.TRAILER_BYTES, down.controlMr.lkey());
+        Wr.send(down.wr[0], RelayPipe.BYE, MemorySegment.NULL, down.sge[0], 1, pipe.opWrite, pipe.flagSignaled, 0,
+                pipe.downAddress + (sent % records) * stride + recordBytes, pipe.downRkey);
+        if (!pipe.postDown("goodbye record")) {
+            return false;
+        }
+        sent++;
+        return true;
+    }
+
     @Override
     String describe() {
         return "the next relay";

@@ -23,10 +23,12 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *
  * relay's ring (registered on both devices, the sender writes it):
  *   entry e at e * STRIDE:  [0, INLINE_MAX) inline space, the payload ends where the descriptor starts | descriptor
- *   then the chunks the relay reads into
+ *   [BYE_AT, +64) goodbye word: the sender's messages in all, plus 1, written once when it closes
+ *   [CHUNKS_AT, ...) the chunks the relay reads into
  * sender's control region           [0, FIFO)           clear-to-send FIFO: the receiver's entries, forwarded by the relay
  *                                   [FIFO, +STAGE)      descriptor staging, 32 B per entry
  *                                   [DONE_AT, +64)      done word, written by the relay
+ *                                   [BYE_STAGING_AT, +64) the goodbye word, staged
  * relay's control towards sender    [0, FIFO)           clear-to-send staging   [FIFO, +64) done staging
  * done word: requests whose data the relay has read (the sender's buffers are free), in order; bit 63: the relay
  *            failed the connection
@@ -38,7 +40,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *
  * <pre>
  * record slot r at r * (recordBytes + TRAILER):  [payload, right-aligned: it ends where the trailer starts] trailer
- * trailer (32 B):  0 u64 offset in the buffer   8 u32 length   12 u8 buffer   13 u8 flags (LAST of its message)
+ * trailer (32 B):  0 u64 offset in the buffer   8 u32 length   12 u8 buffer   13 u8 flags (LAST of its message;
+ *                  BYE: no data, the node before closed after the messages before it, whose count is the total)
  *                  14 u16 0   16 u64 the buffer's whole length   24 u64 seq (the record, from 1; written last)
  * upstream relay's control towards the next relay (its down endpoint):
  *   [0, FIFO) clear-to-send FIFO (the receiver's entries, forwarded)   [CREDIT_AT, +64) credit word, written by the
@@ -54,14 +57,18 @@ final class RelayLayout {
     /** the descriptor ring with its inline space, at the start of the relay's registered memory */
     static final long DESCS = (long) Cts.ENTRIES * STRIDE;
     static final long STAGE = (long) Cts.ENTRIES * DESC_BYTES;
+    static final long BYE_AT = DESCS;
+    static final long CHUNKS_AT = BYE_AT + 64;
     static final long DONE_AT = Cts.FIFO_BYTES + STAGE;
-    static final long SENDER_CONTROL_BYTES = DONE_AT + 64;
+    static final long BYE_STAGING_AT = DONE_AT + 64;
+    static final long SENDER_CONTROL_BYTES = BYE_STAGING_AT + 64;
     static final long RELAY_CONTROL_BYTES = Cts.FIFO_BYTES + 64;
     static final long FAILED = 1L << 63;
     static final int INLINE = 1;
 
     static final int TRAILER_BYTES = 32;
     static final int LAST = 1;
+    static final int BYE = 2;
     /** The most record slots a relay's ring may have ({@code JMESH_RELAY_CHUNKS}' bound). */
     static final int MAX_RECORDS = 256;
     /** The largest record slot a relay may offer ({@code JMESH_RELAY_CHUNK_KIB}' bound). */
@@ -126,6 +133,11 @@ final class RelayLayout {
 
     static int rkey(MemorySegment ring, long at) {
         return ring.get(JAVA_INT, at + RKEY);
+    }
+
+    /** The sender's goodbye in the relay's ring: its messages in all plus 1, or 0 while it has not closed. */
+    static long bye(MemorySegment ring) {
+        return (long) LONG.getAcquire(ring, BYE_AT);
     }
 
     static long done(MemorySegment control) {

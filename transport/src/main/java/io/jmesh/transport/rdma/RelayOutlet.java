@@ -15,6 +15,12 @@ abstract class RelayOutlet {
     /** Bounded work: posts what is ready; returns how much was done. */
     abstract int poll();
 
+    /**
+     * Posts the goodbye after the last message ({@link RelayPipe#goodbyeFrom}) once every piece is posted and every
+     * message ended, with work request id {@link RelayPipe#BYE}; false while it cannot yet (or the post failed).
+     */
+    abstract boolean goodbye(long messages);
+
     /** The node after, for messages: "the receiver", "the next relay". */
     abstract String describe();
 }

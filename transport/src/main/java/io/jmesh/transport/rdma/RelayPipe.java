@@ -33,6 +33,7 @@ final class RelayPipe implements AutoCloseable {
     static final long WRITE = 2L << 40;
     static final long END = 3L << 40;
     static final long CONTROL = 4L << 40;
+    static final long BYE = 5L << 40;
     private static final long KIND = 0xffL << 40;
     private static final long FAIL_GRACE_NANOS = 200_000_000L;
 
@@ -80,6 +81,9 @@ final class RelayPipe implements AutoCloseable {
     int upOut;
     int downOut;
     private long statusSent;
+    /** The messages the node before sent in all, once its goodbye came (it closed); -1 before. */
+    long byeAfter = -1;
+    private boolean byeSent;
     private String failure;
     private long failDeadline;
     private boolean closed;
@@ -126,10 +130,28 @@ final class RelayPipe implements AutoCloseable {
             freed++;
         }
         work += publishStatus();
+        if (byeAfter >= 0 && !byeSent && taken - 1 == byeAfter && failure == null && outlet.goodbye(byeAfter)) {
+            byeSent = true;
+            work++;
+        }
         if (work == 0 && failure == null) {
             probe();
         }
-        return work;
+        return closed ? -1 : work;
+    }
+
+    /**
+     * The node before closed after {@code messages} messages: once every one of them has gone on, the goodbye goes
+     * on too and the pipe ends when the node after has it. From here on the node before is gone: its queue pair's
+     * errors are expected and it is no longer probed or told anything.
+     */
+    void goodbyeFrom(long messages) {
+        if (messages < taken - 1) {
+            fail("the node before said goodbye after " + messages + " messages, but " + (taken - 1) + " came (run "
+                    + "the same jmesh version on every node)");
+            return;
+        }
+        byeAfter = messages;
     }
 
     RelayPiece piece(long n) {
@@ -207,7 +229,7 @@ final class RelayPipe implements AutoCloseable {
     /** Tells the node before what it may reuse (the intake's status word), when that changed. */
     private int publishStatus() {
         long status = intake.status();
-        if (status == statusSent || upOut + 1 >= up.sendDepth || failure != null) {
+        if (status == statusSent || upOut + 1 >= up.sendDepth || failure != null || byeAfter >= 0) {
             return 0;
         }
         statusStaging.set(JAVA_LONG, 0, status);
@@ -228,6 +250,9 @@ final class RelayPipe implements AutoCloseable {
         for (int i = 0; i < n && failure == null; i++) {
             long wrId = Wr.wcWrId(up.wcs, i);
             upOut--;
+            if (Wr.wcStatus(up.wcs, i) != wcSuccess && byeAfter >= 0 && taken - 1 == byeAfter) {
+                continue;                          // every message is in: the closed node before's queue pair went
+            }
             if (Wr.wcStatus(up.wcs, i) != wcSuccess) {
                 failUpstream("towards " + intake.describe() + " on " + up.device.name() + " failed: "
                         + up.device.verbs().wcStatusString(Wr.wcStatus(up.wcs, i)));
@@ -257,6 +282,11 @@ final class RelayPipe implements AutoCloseable {
                 pieces[(int) wrId].pending--;
             } else if (wrId == Endpoint.PROBE_WR) {
                 down.probeDone();
+            } else if (wrId == BYE) {
+                VerbsRelay.LOG.debug("jmesh relay: {} ended: {} closed after {} messages, all passed on", name,
+                        intake.describe(), byeAfter);
+                close();                           // the node after has everything and the goodbye: nothing is owed
+                return n;
             }
         }
         return n;
@@ -264,7 +294,7 @@ final class RelayPipe implements AutoCloseable {
 
     /** Both sides are probed while idle, so a peer that went away fails the pipe (see {@link Endpoint#idle}). */
     private void probe() {
-        if (upOut + 1 < up.sendDepth) {
+        if (upOut + 1 < up.sendDepth && byeAfter < 0) {
             int p = up.idle(upControl, upRkey);
             if (p > 0) {
                 upOut++;

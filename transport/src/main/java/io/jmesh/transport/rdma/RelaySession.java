@@ -213,7 +213,7 @@ final class RelaySession {
         long chunkBytes = relay.chunkBytes();
         int chunks = relay.chunks();
         ring = provider.register(arena.allocate(fromRelay ? RecordIntake.bytes(chunkBytes, chunks)
-                : RelayLayout.DESCS + chunkBytes * chunks, 4096));
+                : RelayLayout.CHUNKS_AT + chunkBytes * chunks, 4096));
         RdmaRegistration rr = (RdmaRegistration) ring;
         ConnectInfo reply = new ConnectInfo(List.of(new ConnectInfo.Rail(up.local(), up.deviceIndex, null)),
                 rr.address, rr.rkey(up.deviceIndex), fromRelay, fromRelay ? (int) chunkBytes : 0,

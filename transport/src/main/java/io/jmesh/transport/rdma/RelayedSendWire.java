@@ -23,6 +23,7 @@ import java.lang.foreign.MemorySegment;
  */
 final class RelayedSendWire extends VerbsWire implements SendWire {
     private static final long DESC_WR = 1;
+    private static final long BYE_WR = 2;
 
     private final SendSlot[] slots;
     private final String relay;
@@ -119,12 +120,19 @@ final class RelayedSendWire extends VerbsWire implements SendWire {
 
     @Override
     public void progress() {
-        if (fate.state() != 0) {
-            return;
+        if (fate.state() == 0) {
+            advance(true);
         }
+    }
+
+    /**
+     * Takes completions and the relay's done word, probes while idle, and (with {@code post}) posts what was matched
+     * since; false once the connection failed (while closing: once it would have).
+     */
+    private boolean advance(boolean post) {
         int n = completions(ep);
         if (n < 0) {
-            return;
+            return false;
         }
         for (int i = 0; i < n; i++) {
             int status = Wr.wcStatus(ep.wcs, i);
@@ -134,7 +142,7 @@ final class RelayedSendWire extends VerbsWire implements SendWire {
                         + "probe on " : "a write to the relay node " + relay + " on ") + ep.device.name()
                         + " failed: " + ep.device.verbs().wcStatusString(status)
                         + " (the relay's jmesh process died or closed, or the link went down)");
-                return;
+                return false;
             }
             if (wrId == Endpoint.PROBE_WR) {
                 ep.probeDone();
@@ -145,12 +153,12 @@ final class RelayedSendWire extends VerbsWire implements SendWire {
         if ((done & RelayLayout.FAILED) != 0) {
             fate.fail("the relay node " + relay + " lost the connection to the receiver (the receiver, or a relay "
                     + "further on, closed or died, or a link beyond the relay went down; see the relay node's log)");
-            return;
+            return false;
         }
         if (done > posted) {
             fate.fail("the relay node " + relay + " reported request " + done + " done, but only " + posted
                     + " were sent (run the same jmesh version on every node)");
-            return;
+            return false;
         }
         while (completed < done) {
             slots[Slots.ofCount(completed)].completeAll();
@@ -161,15 +169,61 @@ final class RelayedSendWire extends VerbsWire implements SendWire {
             if (p > 0) {
                 outstanding++;
             } else if (p < 0) {
-                return;
+                return false;
             }
         }
-        drainPosts();
+        if (post) {
+            drainPosts();
+        }
+        return true;
     }
 
+    /**
+     * Ends the connection in order where it can, as {@link Goodbye} does on a direct one: waits (at most {@link
+     * Goodbye#WAIT_NANOS} in all) until the relay has read every message sent, since it reads them from this side's
+     * buffers, then writes the goodbye word into the relay's ring and waits for it to land; the relay passes it on
+     * behind the last message and the receiver ends CLOSED. Then the queue pair goes.
+     */
     @Override
     public void close() {
-        ep.close();
+        try {
+            if (!fate.failed()) {
+                goodbye(System.nanoTime() + Goodbye.WAIT_NANOS);
+            }
+        } finally {
+            ep.close();
+        }
+    }
+
+    private void goodbye(long deadline) {
+        boolean ok = true;
+        while (completed < posted && (ok = advance(false)) && System.nanoTime() - deadline < 0) {
+            Thread.onSpinWait();
+        }
+        if (!ok || completed < posted || outstanding >= ep.sendDepth) {
+            return;                                // the receiver will see the connection fail, as before goodbyes
+        }
+        MemorySegment word = ep.control.asSlice(RelayLayout.BYE_STAGING_AT, 8);
+        word.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, posted + 1);
+        Wr.sge(ep.sge[0], word.address(), 8, ep.controlMr.lkey());
+        Wr.send(ep.wr[0], BYE_WR, MemorySegment.NULL, ep.sge[0], 1, OP_WRITE, SIGNALED, 0,
+                relayRing + RelayLayout.BYE_AT, relayRkey);
+        Wr.link(ep.wr[0], MemorySegment.NULL);
+        if (!post(ep, 1, "goodbye")) {
+            return;
+        }
+        while (System.nanoTime() - deadline < 0) {
+            int n = ep.cq.poll(ep.wcs, Endpoint.WC_BATCH);
+            if (n < 0) {
+                return;
+            }
+            for (int i = 0; i < n; i++) {
+                if (Wr.wcWrId(ep.wcs, i) == BYE_WR) {
+                    return;                        // landed, or failed: either way nothing more to wait for
+                }
+            }
+            Thread.onSpinWait();
+        }
     }
 
     @Override
