@@ -13,6 +13,10 @@
  * Then bad input, which the plugin must refuse with an error and a NULL request without losing step with the other
  * ranks: a type and an op it does not support, more bytes than maxCollBytes, a NULL buffer, a memory handle that is no
  * registration, a buffer outside its registration; and one more batch to show the ranks are still in step.
+ * With --calls N: then, per size from --min to --max (x4), --warmup unmeasured and N timed fp32 sum all-reduces,
+ * one at a time as a decode step issues them (each rank starts the next once its last is done; a barrier before each
+ * size), each result's first element checked; prints each rank's median and p90 time per all-reduce: what the plugin
+ * itself adds to NCCL's CollNet step, without NCCL, a GPU or the proxy's staging.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -188,6 +192,53 @@ static void batch(int type, int op, size_t count) {
     }
 }
 
+static int by_time(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
+    return (x > y) - (x < y);
+}
+
+/* one fp32 sum all-reduce of `count` elements, posted until accepted and tested until done; its time in seconds */
+static double one_allreduce(size_t count) {
+    void* req = NULL;
+    double deadline = now() + opt.timeout, t0 = now();
+    while (req == NULL) {
+        CHECK(coll->iallreduce(comm, sendBuf, recvBuf, count, FP32, SUM, sendMh, recvMh, &req));
+        if (now() > deadline) die("coll: an all-reduce of %zu x fp32 was not accepted within %.0f s", count,
+                                  opt.timeout);
+    }
+    while (!test_once(req)) {
+        if (now() > deadline) die("coll: an all-reduce of %zu x fp32 not done after %.0f s", count, opt.timeout);
+        if (!opt.spin) sched_yield();
+    }
+    return now() - t0;
+}
+
+/* --calls N: the time of one all-reduce at each size, one at a time */
+static void timed(size_t most) {
+    double* t = malloc(sizeof(double) * (size_t)opt.calls);
+    if (t == NULL) die("coll: out of memory for %d times", opt.calls);
+    printf("driver: rank %d: coll timed, %d ranks:      bytes   median us      p90 us  (fp32 sum, one at a time%s)\n",
+           opt.rank, opt.nranks, opt.spin ? ", spinning" : ", yielding between tests");
+    for (size_t bytes = opt.minSize < 4 ? 4 : opt.minSize; ; bytes *= 4) {
+        if (bytes > most) bytes = most;
+        size_t count = bytes / 4;
+        char name[64];
+        snprintf(name, sizeof name, "coll-timed-%zu", bytes);
+        barrier(name);
+        for (size_t i = 0; i < count; i++) value(FP32, opt.rank, 0, i, sendBuf + i * 4);
+        for (int k = 0; k < opt.warmup; k++) one_allreduce(count);
+        for (int k = 0; k < opt.calls; k++) t[k] = one_allreduce(count);
+        unsigned char want[8];
+        reference(FP32, SUM, 0, 0, want);
+        if (memcmp(want, recvBuf, 4) != 0) die("coll: the timed all-reduce of %zu bytes gave a wrong result", bytes);
+        qsort(t, (size_t)opt.calls, sizeof(double), by_time);
+        printf("driver: rank %d: coll timed %10zu %11.1f %11.1f\n", opt.rank, bytes, t[opt.calls / 2] * 1e6,
+               t[(size_t)opt.calls * 9 / 10] * 1e6);
+        if (bytes >= most || bytes >= opt.maxSize) break;
+    }
+    free(t);
+}
+
 /* bad input: refused with an error and a NULL request */
 static int refused(const char* what, void* send, void* recv, size_t count, int type, int op, void* smh, void* rmh) {
     void* req = (void*)0x1;
@@ -292,6 +343,8 @@ void coll_run(void) {
     bad++;
     batch(FP32, SUM, 100); /* the refusals took no operation number: the ranks are still in step */
     printf("driver: rank %d: coll still in step after the refusals\n", opt.rank);
+
+    if (opt.calls > 0) timed(most);
 
     CHECK(coll->deregMr(comm, sendMh));
     CHECK(coll->deregMr(comm, recvMh));

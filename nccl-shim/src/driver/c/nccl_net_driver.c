@@ -371,7 +371,9 @@ static void usage(void) {
             "  --reload       after closing, dlclose and load the plugin again and re-init it\n"
             "  --coll         instead of the rounds: the plugin's CollNet (ncclCollNetPlugin_v11): every (type, op)\n"
             "                 reduceSupport accepts, all-reduces of 1 element up to min(--max, maxCollBytes) bytes,\n"
-            "                 --window in flight, checked against a reference; bad input must be refused\n"
+            "                 --window in flight, checked against a reference; bad input must be refused;\n"
+            "                 with --calls N, then N timed fp32 sum all-reduces one at a time per size from --min\n"
+            "                 to --max (x4), after --warmup unmeasured ones: each one's time, median and p90\n"
             "  --tuner        alone (no --rank, --nranks, --dir): the library's ncclTunerPlugin_v5 on NCCL-like cost\n"
             "                 tables for --nodes N[,N...] one-GPU nodes (default 2,4); prints each table before\n"
             "                 and after, and the entry NCCL would pick\n"
@@ -427,12 +429,13 @@ int main(int argc, char** argv) {
         opt.rank >= opt.nranks || opt.group < 1 || opt.group > MAX_GROUP || opt.window < 1 ||
         opt.window > MAX_WINDOW || opt.iters < 1 || opt.minSize > opt.maxSize || opt.timeout <= 0)
         usage();
-    if (opt.coll && (opt.oneway || opt.calls || opt.reload))
-        die("--coll runs alone: not with --oneway, --calls or --reload");
-    if ((opt.oneway || opt.calls) && opt.nranks != 2)
+    if (opt.coll && (opt.oneway || opt.reload))
+        die("--coll runs alone: not with --oneway or --reload");
+    if ((opt.oneway || (opt.calls && !opt.coll)) && opt.nranks != 2)
         die("--oneway and --calls measure between 2 ranks, not %d", opt.nranks);
     if (opt.calls < 0) die("--calls %d: give the number of calls to measure", opt.calls);
-    if (opt.calls && opt.minSize < 1) die("--calls: --min must be at least 1 byte (the phase travels in it)");
+    if (opt.calls && opt.minSize < 1 && !opt.coll)
+        die("--calls: --min must be at least 1 byte (the phase travels in it)");
     if (opt.warmSeconds < 0 || opt.warmSeconds >= opt.timeout)
         die("--warm-seconds %.1f: give 0 or more, and less than --timeout (%.0f)", opt.warmSeconds, opt.timeout);
     if (opt.settle < 0) die("--settle %.1f: give 0 (no wait) or more seconds", opt.settle);

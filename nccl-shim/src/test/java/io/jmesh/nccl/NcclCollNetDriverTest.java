@@ -27,11 +27,14 @@ class NcclCollNetDriverTest {
             "fp32", "fp64", "bf16");
     private static final List<String> OPS = List.of("sum", "prod", "max", "min");
 
-    /** Two ranks, the default maxCollBytes (1 MiB): every pair up to a 1 MiB all-reduce, 4 in flight. */
+    /**
+     * Two ranks, the default maxCollBytes (1 MiB): every pair up to a 1 MiB all-reduce, 4 in flight; then 20 timed
+     * ones at each size from 4 KiB, one at a time.
+     */
     @Test
     void twoRanksEveryTypeAndOpUpToOneMebibyte(@TempDir Path dir) throws Exception {
         List<DriverRun.Rank> ranks = DriverRun.run(dir, 2, TCP, 300, "--coll", "--max", "1M", "--window", "4",
-                "--log-level", "3", "--timeout", "240");
+                "--log-level", "3", "--timeout", "240", "--calls", "20", "--warmup", "10", "--min", "4K");
         String all = DriverRun.describe(ranks);
         for (int r = 0; r < ranks.size(); r++) {
             String out = ranks.get(r).output();
@@ -45,6 +48,10 @@ class NcclCollNetDriverTest {
                     + "bytes checked").matcher(out);
             assertTrue(pass.find(), all);
             assertEquals(40 * 4 * 4 + 4, Integer.parseInt(pass.group(1)), all); // 4 sizes x 4 in flight, and the last
+            for (long bytes = 4096; bytes <= 1 << 20; bytes *= 4) { // --calls: timed one at a time, result checked
+                assertTrue(Pattern.compile("coll timed +" + bytes + " +[0-9]+\\.[0-9] +[0-9]+\\.[0-9]\n").matcher(out)
+                        .find(), bytes + " bytes: " + all);
+            }
             assertTrue(out.contains("driver: rank " + r + ": PASS"), all);
         }
     }
