@@ -15,7 +15,7 @@ import io.jmesh.transport.connect.RelayRoutes;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
 import io.jmesh.transport.route.RelayPolicy;
-import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.security.MeshKey;
 import io.jmesh.transport.route.RouteService;
 import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.verbs.DeviceContext;

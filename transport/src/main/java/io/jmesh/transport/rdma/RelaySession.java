@@ -10,7 +10,7 @@ import io.jmesh.api.LocalLink;
 import io.jmesh.transport.net.RelayHop;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.route.NextHop;
-import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.security.MeshKey;
 import io.jmesh.transport.route.RelayPolicy;
 import io.jmesh.transport.route.RelayRequest;
 

@@ -12,7 +12,7 @@ import io.jmesh.api.NoRouteException;
 import io.jmesh.transport.connect.RelayRoutes;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
-import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.security.MeshKey;
 import io.jmesh.transport.route.RouteService;
 import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
