@@ -287,7 +287,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
             int rc = device.verbs().queryGidEx(device.handle(), port, index, entry);
             if (rc != 0) {
                 throw new VerbsException("GID " + index + " of " + device.name() + " port " + port
-                        + " cannot be read (" + io.jmesh.verbs.Errno.describe(rc) + "); check JMESH_GID_INDEX and "
+                        + " cannot be read (" + io.jmesh.posix.Errno.describe(rc) + "); check JMESH_GID_INDEX and "
                         + "'jmesh devices'", rc);
             }
             return ibv_gid_entry.gid(entry).toArray(JAVA_BYTE);
@@ -364,8 +364,8 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider, RelayRoute
                 MemoryRegion.dmaBuf(pd, -1, 0, 0, 0, MemoryRegion.defaultAccess()).close();
                 known = true;
             } catch (VerbsException e) {
-                known = e.errno() != io.jmesh.verbs.Errno.EOPNOTSUPP
-                        && e.errno() != io.jmesh.verbs.Errno.EPROTONOSUPPORT;
+                known = e.errno() != io.jmesh.posix.Errno.EOPNOTSUPP
+                        && e.errno() != io.jmesh.posix.Errno.EPROTONOSUPPORT;
             }
             dmaBufSupport.put(device, known);
             LOG.info("{} {} register GPU memory by dma-buf", device, known ? "can" : "cannot");
