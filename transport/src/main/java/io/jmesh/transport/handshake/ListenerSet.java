@@ -39,12 +39,15 @@ final class ListenerSet {
     record Acceptor(HandshakeListener listener, ServerSocketChannel server) {
     }
 
-
     ListenerSet(HandshakeAgent agent, Selector selector) {
         this.agent = agent;
         this.selector = selector;
     }
 
+    /**
+     * Binds a socket on each prefix's address (ephemeral ports) on the caller's thread and hands the listener to the
+     * agent thread; the handle carries each link's speed and {@code flags}.
+     */
     HandshakeListener open(List<IpPrefix> prefixes, List<Long> speedsMbps, int flags) throws IOException {
         if (!agent.isRunning()) {
             throw new IOException(HandshakeAgent.CLOSED);
