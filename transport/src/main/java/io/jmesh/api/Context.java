@@ -1,9 +1,7 @@
 package io.jmesh.api;
 
-
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -65,10 +63,7 @@ public final class Context {
     private List<StaticRoute> routes = List.of();
     private String meshKey;
 
-    /** Where each value that is not the default came from: "JMESH_IB_TIMEOUT='40'", "Context.ibTimeout(40)". */
-    private final Map<Setting, String> origins = new EnumMap<>(Setting.class);
-    /** Values read that do not fit their setting, with a detail or null; {@link #conclude()} reports them. */
-    private final Map<Setting, String> unreadable = new EnumMap<>(Setting.class);
+    private final SettingSources sources = new SettingSources();
 
     /** The defaults, overridden by this JVM's system properties and this process's environment. */
     public Context() {
@@ -83,47 +78,17 @@ public final class Context {
     }
 
     private Context(Function<String, String> properties, Function<String, String> environment) {
-        for (Setting s : Setting.values()) {
-            String name = "-D" + s.property();
-            String value = properties.apply(s.property());
-            if (blank(value)) {
-                name = s.env();
-                value = environment.apply(s.env());
-            }
-            if (blank(value) && s.seedEnv() != null) {
-                name = s.seedEnv();
-                value = environment.apply(s.seedEnv());
-            }
-            if (!blank(value)) {
-                read(s, name, value.trim());
-            }
-        }
+        sources.readAll(properties, environment, this::storeText, this::store);
     }
 
-    private static boolean blank(String v) {
-        return v == null || v.isBlank();
-    }
-
-    /** Stores a value read from {@code name}, or notes why it does not fit for {@link #conclude()}. */
-    private void read(Setting s, String name, String value) {
-        origins.put(s, name + (s == Setting.MESH_KEY ? " (set)" : "='" + value + "'")); // a key is never shown
-        try {
-            switch (s) {
-                case MESH_KEY -> meshKey = value;
-                case PROVIDER -> provider = value.toLowerCase(Locale.ROOT);
-                case ADDRESSES -> addresses = parseAddresses(value);
-                case ROUTES -> routes = StaticRoute.parseList(value);
-                default -> {
-                    long v = Long.parseLong(value);
-                    if (v < s.min() || v > s.max()) {
-                        unreadable.put(s, null);
-                    } else {
-                        store(s, v);
-                    }
-                }
-            }
-        } catch (IllegalArgumentException e) {
-            unreadable.put(s, e instanceof NumberFormatException ? null : e.getMessage());
+    /** Stores a text setting's value; throws IllegalArgumentException, naming why, when it does not parse. */
+    private void storeText(Setting s, String value) {
+        switch (s) {
+            case MESH_KEY -> meshKey = value;
+            case PROVIDER -> provider = value.toLowerCase(Locale.ROOT);
+            case ADDRESSES -> addresses = parseAddresses(value);
+            case ROUTES -> routes = StaticRoute.parseList(value);
+            default -> throw new IllegalArgumentException(s + " is numeric");
         }
     }
 
@@ -167,8 +132,7 @@ public final class Context {
 
     /** Records that a setter chose the value: it replaces whatever was read, bad or not. */
     private Context set(Setting s, String call) {
-        origins.put(s, "Context." + call);
-        unreadable.remove(s);
+        sources.set(s, call);
         return this;
     }
 
@@ -181,35 +145,8 @@ public final class Context {
      * @throws IllegalArgumentException naming every setting that is not valid
      */
     public Context conclude() {
-        List<String> problems = new ArrayList<>();
-        for (Setting s : Setting.values()) {
-            if (unreadable.containsKey(s)) {
-                problems.add(problem(s, s.accepts(), unreadable.get(s)));
-            } else if (s == Setting.PROVIDER) {
-                boolean known = provider.equals(Providers.AUTO) || Providers.find(provider) != null;
-                if (!known && !Providers.all().isEmpty()) {
-                    problems.add(problem(s, Providers.choices(), null));
-                }
-            } else if (s.isNumeric() && !(s == Setting.GID_INDEX && gidIndex.isEmpty())) {
-                long v = numeric(s);
-                if (v < s.min() || v > s.max()) {
-                    problems.add(problem(s, s.accepts(), null));
-                }
-            }
-        }
-        if (problems.size() == 1) {
-            throw new IllegalArgumentException(problems.getFirst());
-        }
-        if (!problems.isEmpty()) {
-            throw new IllegalArgumentException(problems.size() + " settings are not valid: "
-                    + String.join("; ", problems));
-        }
+        sources.check(provider, gidIndex.isPresent(), this::numeric);
         return this;
-    }
-
-    private String problem(Setting s, String accepts, String detail) {
-        return origins.get(s) + " is not valid" + (detail == null ? "" : " (" + detail + ")") + ": " + s.names()
-                + " takes " + accepts + " (" + s.description() + ")";
     }
 
     private long numeric(Setting s) {
@@ -260,7 +197,7 @@ public final class Context {
 
     /** Where a setting's value came from ("JMESH_IB_TIMEOUT='18'", "Context.ibTimeout(18)"), or null: the default. */
     public String origin(Setting s) {
-        return origins.get(s);
+        return sources.origin(s);
     }
 
     /** Every setting with its value, and where it came from when that is not the default. */
@@ -268,7 +205,7 @@ public final class Context {
     public String toString() {
         StringJoiner j = new StringJoiner(", ", "Context{", "}");
         for (Setting s : Setting.values()) {
-            j.add(s.env() + "=" + valueText(s) + (origins.containsKey(s) ? " from " + origins.get(s) : ""));
+            j.add(s.env() + "=" + valueText(s) + (origin(s) != null ? " from " + origin(s) : ""));
         }
         return j.toString();
     }
@@ -280,7 +217,7 @@ public final class Context {
      * the seed's {@code NCCL_MESH_DISABLE_RDMA=1} means "tcp" unless a provider was named.
      */
     public String provider() {
-        return disableRdma && !origins.containsKey(Setting.PROVIDER) ? "tcp" : provider;
+        return disableRdma && origin(Setting.PROVIDER) == null ? "tcp" : provider;
     }
 
     /** "auto", or a provider's name or alias: "rdma" (also verbs, ib, roce), "tcp" (also socket). */
@@ -315,7 +252,7 @@ public final class Context {
         try {
             addresses = parseAddresses(list);
         } catch (IllegalArgumentException e) {
-            unreadable.put(Setting.ADDRESSES, e.getMessage());
+            sources.unreadable(Setting.ADDRESSES, e.getMessage());
         }
         return this;
     }
@@ -571,7 +508,7 @@ public final class Context {
         try {
             routes = StaticRoute.parseList(map);
         } catch (IllegalArgumentException e) {
-            unreadable.put(Setting.ROUTES, e.getMessage());
+            sources.unreadable(Setting.ROUTES, e.getMessage());
         }
         return this;
     }

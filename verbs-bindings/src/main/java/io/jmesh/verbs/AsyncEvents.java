@@ -1,5 +1,6 @@
 package io.jmesh.verbs;
 
+import io.jmesh.posix.Errno;
 import io.jmesh.verbs.ffi.ibv_async_event;
 import io.jmesh.verbs.ffi.ibv_context;
 import io.jmesh.verbs.ffi.verbs_h;

@@ -1,5 +1,6 @@
 package io.jmesh.verbs;
 
+import io.jmesh.posix.Errno;
 import io.jmesh.verbs.ffi.ibv_context;
 import io.jmesh.verbs.ffi.ibv_gid_entry;
 import io.jmesh.verbs.ffi.ibv_port_attr;
@@ -93,7 +94,7 @@ public final class Verbs {
     }
 
     private static VerbsException failure(String call, String on, int errno) {
-        String hint = Errno.hint(call, errno);
+        String hint = ErrnoHints.hint(call, errno);
         return new VerbsException(call + (on.isEmpty() ? "" : " on " + on) + " failed: " + Errno.describe(errno)
                 + (hint.isEmpty() ? "" : "; " + hint), errno);
     }

@@ -1,5 +1,6 @@
 package io.jmesh.verbs;
 
+import io.jmesh.posix.Errno;
 import io.jmesh.verbs.ffi.ibv_cq;
 import io.jmesh.verbs.ffi.ibv_port_attr;
 import io.jmesh.verbs.ffi.ibv_qp;

@@ -1,5 +1,6 @@
 package io.jmesh.verbs;
 
+import io.jmesh.posix.Errno;
 import io.jmesh.testbed.TestbedEnv;
 import io.jmesh.verbs.ffi.ibv_ah_attr;
 import io.jmesh.verbs.ffi.ibv_gid_entry;

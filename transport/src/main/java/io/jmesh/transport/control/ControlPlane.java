@@ -1,6 +1,6 @@
 package io.jmesh.transport.control;
 
-import io.jmesh.api.CloseHelper;
+import io.jmesh.transport.lifecycle.Closer;
 import io.jmesh.api.Context;
 import io.jmesh.api.JmeshLog;
 import io.jmesh.api.ListenHandle;
@@ -11,7 +11,7 @@ import io.jmesh.transport.handshake.HandshakeAgent;
 import io.jmesh.transport.handshake.HandshakeSettings;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.net.RouteSelector;
-import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.security.MeshKey;
 import io.jmesh.transport.route.NextHop;
 import io.jmesh.transport.route.RelayPolicy;
 import io.jmesh.transport.route.RouteService;
@@ -81,7 +81,7 @@ public final class ControlPlane implements RelayRoutes, AutoCloseable {
                 r.start(new RelayPolicy(s.table()), agent.liveness());
             }
         } catch (IOException | RuntimeException e) {
-            CloseHelper.closeAll(e::addSuppressed, s, r);
+            Closer.closeAll(e::addSuppressed, s, r);
             if (e instanceof RuntimeException re) {
                 throw re;
             }
@@ -178,6 +178,6 @@ public final class ControlPlane implements RelayRoutes, AutoCloseable {
     public void close() {
         RelayEndpoint r = relay;
         relay = null;
-        CloseHelper.closeAll(routes, r, agent);
+        Closer.closeAll(routes, r, agent);
     }
 }

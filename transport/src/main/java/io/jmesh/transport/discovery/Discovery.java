@@ -1,7 +1,7 @@
 package io.jmesh.transport.discovery;
 
 import io.jmesh.api.IpPrefix;
-import io.jmesh.verbs.Errno;
+import io.jmesh.posix.Errno;
 import io.jmesh.verbs.Verbs;
 import io.jmesh.verbs.VerbsException;
 import io.jmesh.verbs.VerbsUnavailableException;

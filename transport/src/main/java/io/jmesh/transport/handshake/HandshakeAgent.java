@@ -3,7 +3,6 @@ package io.jmesh.transport.handshake;
 import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.api.IpPrefix;
-import io.jmesh.api.ListenAddress;
 import io.jmesh.api.ListenHandle;
 import io.jmesh.api.LocalLink;
 import io.jmesh.transport.net.Route;
@@ -12,12 +11,10 @@ import io.jmesh.transport.agent.SelectorAgentRunner;
 
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.channels.CancelledKeyException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -63,9 +60,7 @@ public final class HandshakeAgent implements AutoCloseable {
     private static final Logger LOG = JmeshLog.logger(HandshakeAgent.class);
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final long MAX_IDLE_MILLIS = 100;
-    private static final int ACCEPTS_PER_CYCLE = 64;
-    private static final int BACKLOG = 64;
-    private static final String CLOSED = "the jmesh handshake agent is closed (its fabric was closed)";
+    static final String CLOSED = "the jmesh handshake agent is closed (its fabric was closed)";
 
     private final HandshakeSettings settings;
     private final long timeoutNanos;
@@ -79,17 +74,13 @@ public final class HandshakeAgent implements AutoCloseable {
     /** Why the latest counted drop happened; written (agent thread) before {@link #dropped} is incremented. */
     private volatile String lastDropReason;
     private final WarnLimiter warnings = new WarnLimiter(LOG, "jmesh ", 20, TimeUnit.SECONDS.toNanos(1));
+    private final ListenerSet listeners;
     // Agent thread only.
     private final List<Session> sessions = new ArrayList<>();
-    private final List<HandshakeListener> listeners = new ArrayList<>();
 
     /** Completed turns of the agent loop, for {@link #awaitFullTurn}. */
     private volatile long turns;
     private volatile boolean terminated;
-
-    /** Where a listening socket's accept events go. */
-    private record Acceptor(HandshakeListener listener, ServerSocketChannel server) {
-    }
 
     private HandshakeAgent(HandshakeSettings settings, LongSupplier clock, Liveness liveness) throws IOException {
         this.settings = Objects.requireNonNull(settings, "settings");
@@ -97,6 +88,7 @@ public final class HandshakeAgent implements AutoCloseable {
         this.timeoutNanos = settings.timeout().toNanos();
         this.clock = Objects.requireNonNull(clock, "clock");
         this.selector = Selector.open();
+        this.listeners = new ListenerSet(this, selector);
         this.runner = new SelectorAgentRunner(THREAD_NAME, selector, new Loop());
     }
 
@@ -169,7 +161,7 @@ public final class HandshakeAgent implements AutoCloseable {
     /** Listens on each address (ephemeral ports), with unknown link speeds and no handle flags. */
     public HandshakeListener listen(List<IpPrefix> addresses) throws IOException {
         Objects.requireNonNull(addresses, "addresses");
-        return open(addresses, addresses.stream().map(a -> 0L).toList(), 0);
+        return listeners.open(addresses, addresses.stream().map(a -> 0L).toList(), 0);
     }
 
     /**
@@ -181,49 +173,8 @@ public final class HandshakeAgent implements AutoCloseable {
      */
     public HandshakeListener listenOn(List<LocalLink> links, int handleFlags) throws IOException {
         Objects.requireNonNull(links, "links");
-        return open(links.stream().map(LocalLink::prefix).toList(), links.stream().map(LocalLink::speedMbps).toList(),
-                handleFlags);
-    }
-
-    private HandshakeListener open(List<IpPrefix> prefixes, List<Long> speedsMbps, int flags) throws IOException {
-        if (!runner.isRunning()) {
-            throw new IOException(CLOSED);
-        }
-        if (prefixes.isEmpty()) {
-            throw new IllegalArgumentException("nothing to listen on: no mesh addresses given");
-        }
-        List<ListenAddress> planned = new ArrayList<>();
-        for (int i = 0; i < prefixes.size(); i++) {
-            planned.add(new ListenAddress(prefixes.get(i), 1, ListenAddress.gbpsOf(speedsMbps.get(i))));
-        }
-        new ListenHandle(flags, 0, planned); // fails before binding anything when they do not fit in 128 bytes
-        List<ServerSocketChannel> servers = new ArrayList<>();
-        List<ListenAddress> bound = new ArrayList<>();
-        try {
-            for (ListenAddress p : planned) {
-                ServerSocketChannel server = ServerSocketChannel.open();
-                servers.add(server);
-                server.configureBlocking(false);
-                try {
-                    server.bind(new InetSocketAddress(p.prefix().address(), 0), BACKLOG);
-                } catch (IOException e) {
-                    throw new IOException("cannot listen on " + p.prefix() + ": " + e.getMessage()
-                            + "; the address must be up on this host (check 'ip addr')", e);
-                }
-                int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
-                bound.add(new ListenAddress(p.prefix(), port, p.speedGbps()));
-            }
-        } catch (IOException | RuntimeException e) {
-            servers.forEach(HandshakeAgent::closeQuietly);
-            throw e;
-        }
-        HandshakeListener listener = new HandshakeListener(this, new ListenHandle(flags, RANDOM.nextLong(), bound),
-                servers);
-        if (!execute(() -> register(listener), null)) {
-            servers.forEach(HandshakeAgent::closeQuietly);
-            throw new IOException(CLOSED);
-        }
-        return listener;
+        return listeners.open(links.stream().map(LocalLink::prefix).toList(),
+                links.stream().map(LocalLink::speedMbps).toList(), handleFlags);
     }
 
     /**
@@ -356,11 +307,17 @@ public final class HandshakeAgent implements AutoCloseable {
     }
 
     void closeListener(HandshakeListener listener) {
-        listener.servers().forEach(HandshakeAgent::closeQuietly);
-        for (InboundSession s : new ArrayList<>(listener.sessions)) {
-            s.listenerClosed();
-        }
-        listeners.remove(listener);
+        listeners.close(listener);
+    }
+
+    /** A handshake's deadline if it starts now. */
+    long newDeadline() {
+        return clock.getAsLong() + timeoutNanos;
+    }
+
+    /** Watches {@code session}'s deadline until it closes (agent thread). */
+    void track(Session session) {
+        sessions.add(session);
     }
 
     // ---- the agent thread --------------------------------------------------------------------------------------
@@ -422,87 +379,11 @@ public final class HandshakeAgent implements AutoCloseable {
                     LOG.error("jmesh handshake agent: error handling {}; closing that socket", s.peer, e);
                     s.onViolation("internal error: " + e);
                 }
-            } else if (attachment instanceof Acceptor a) {
-                acceptAll(a);
+            } else if (attachment instanceof ListenerSet.Acceptor a) {
+                listeners.acceptAll(a);
             }
         } catch (CancelledKeyException ignored) {
             // the socket was closed while its event was pending
-        }
-    }
-
-    private void acceptAll(Acceptor a) {
-        for (int i = 0; i < ACCEPTS_PER_CYCLE; i++) {
-            SocketChannel channel;
-            try {
-                channel = a.server().accept();
-            } catch (IOException e) {
-                warn("handshake listener {} cannot accept: {}", Session.describe(localAddress(a.server())),
-                        e.getMessage());
-                return;
-            }
-            if (channel == null) {
-                return;
-            }
-            admit(a.listener(), channel);
-        }
-    }
-
-    private void admit(HandshakeListener listener, SocketChannel channel) {
-        String peer;
-        InetAddress host;
-        try {
-            InetSocketAddress remote = (InetSocketAddress) channel.getRemoteAddress();
-            peer = Session.describe(remote);
-            host = remote.getAddress();
-            channel.configureBlocking(false);
-            channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
-        } catch (IOException e) {
-            closeQuietly(channel);
-            return;
-        }
-        if (listener.isClosed()) {
-            closeQuietly(channel);
-            return;
-        }
-        int cap = settings.maxPendingPerListener();
-        if (listener.sessions.size() >= cap) {
-            InboundSession victim = listener.victim();
-            if (victim == null) {
-                String reason = "the listener already holds its limit of " + cap + " connectors that proved the "
-                        + "secret and wait for this process to accept() them (accept sooner, or raise "
-                        + "JMESH_HANDSHAKE_MAX_PENDING)";
-                warn("handshake from {} refused: {}", peer, reason);
-                countDropped(reason);
-                Session.rejectAtOnce(channel, reason);
-                return;
-            }
-            victim.evict(cap);
-        }
-        byte[] nonce = new byte[Frame.NONCE_LENGTH];
-        RANDOM.nextBytes(nonce);
-        InboundSession session = new InboundSession(this, listener, channel, clock.getAsLong() + timeoutNanos, peer,
-                host, nonce);
-        try {
-            session.key = channel.register(selector, SelectionKey.OP_READ, session);
-        } catch (IOException e) {
-            closeQuietly(channel);
-            return;
-        }
-        sessions.add(session);
-        listener.sessions.add(session);
-    }
-
-    private void register(HandshakeListener listener) {
-        try {
-            for (ServerSocketChannel server : listener.servers()) {
-                server.register(selector, SelectionKey.OP_ACCEPT, new Acceptor(listener, server));
-            }
-            listeners.add(listener);
-        } catch (IOException | RuntimeException e) {
-            listener.servers().forEach(HandshakeAgent::closeQuietly);
-            if (runner.isRunning()) {
-                LOG.error("jmesh handshake agent: cannot register listener {}", listener.handle().prefixes(), e);
-            }
         }
     }
 
@@ -563,9 +444,7 @@ public final class HandshakeAgent implements AutoCloseable {
     }
 
     private void shutdown() {
-        for (HandshakeListener l : new ArrayList<>(listeners)) {
-            closeListener(l);
-        }
+        listeners.closeAll();
         for (Session s : new ArrayList<>(sessions)) {
             Handshake h = s.handshake();
             if (h != null) {
@@ -580,15 +459,7 @@ public final class HandshakeAgent implements AutoCloseable {
         runCommands();
     }
 
-    private static InetSocketAddress localAddress(ServerSocketChannel server) {
-        try {
-            return (InetSocketAddress) server.getLocalAddress();
-        } catch (IOException e) {
-            return null;
-        }
-    }
-
-    private static void closeQuietly(AutoCloseable c) {
+    static void closeQuietly(AutoCloseable c) {
         if (c != null) {
             try {
                 c.close();

@@ -1,6 +1,6 @@
 package io.jmesh.transport.handshake;
 
-import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.security.MeshKey;
 
 import java.time.Duration;
 import java.util.Objects;

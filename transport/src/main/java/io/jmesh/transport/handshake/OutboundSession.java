@@ -1,7 +1,7 @@
 package io.jmesh.transport.handshake;
 
 import io.jmesh.transport.net.Route;
-import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.security.MeshKey;
 import io.jmesh.transport.route.RelayRequest;
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -27,6 +27,22 @@ import java.util.concurrent.TimeUnit;
 import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;
 
+import static io.jmesh.transport.liveness.LivenessDatagram.CLOSED;
+import static io.jmesh.transport.liveness.LivenessDatagram.FLAGS_OFFSET;
+import static io.jmesh.transport.liveness.LivenessDatagram.ID_OFFSET;
+import static io.jmesh.transport.liveness.LivenessDatagram.KNOWN;
+import static io.jmesh.transport.liveness.LivenessDatagram.LENGTH;
+import static io.jmesh.transport.liveness.LivenessDatagram.LOST;
+import static io.jmesh.transport.liveness.LivenessDatagram.PING;
+import static io.jmesh.transport.liveness.LivenessDatagram.PONG;
+import static io.jmesh.transport.liveness.LivenessDatagram.RELAY;
+import static io.jmesh.transport.liveness.LivenessDatagram.ROLE_ACCEPTOR;
+import static io.jmesh.transport.liveness.LivenessDatagram.ROLE_CONNECTOR;
+import static io.jmesh.transport.liveness.LivenessDatagram.ROLE_OFFSET;
+import static io.jmesh.transport.liveness.LivenessDatagram.SEQUENCE_OFFSET;
+import static io.jmesh.transport.liveness.LivenessDatagram.SILENT;
+import static io.jmesh.transport.liveness.LivenessDatagram.TYPE_OFFSET;
+
 /**
  * Notices a process that stopped (SIGSTOP, a hang, a dead machine) on every provider. A NIC acknowledges RDMA writes
  * and a kernel acknowledges TCP segments for a process that no longer runs, so neither tells a frozen peer from a slow
@@ -39,15 +55,7 @@ import org.apache.logging.log4j.Logger;
  * which the next relay passes on; so an end learns of a stopped process anywhere on the path within about one
  * timeout, and the watches stay between neighbours, where datagrams can go (docs/architecture.md).
  *
- * <p>One datagram layout, 24 bytes, big-endian:
- * <pre>
- *  0 u32 magic 0x4A4D4C56 "JMLV"   4 u8 version 2   5 u8 type (PING 1, PONG 2, LOST 3)
- *  6 u8 role (PING, LOST: the sender's end; PONG: the pinger's, echoed)
- *  7 u8 flags (PING, PONG: RELAY 2 the sender relays this connection; PONG: KNOWN 1 the answerer has it;
- *              LOST: why, SILENT 1, CLOSED 2)
- *  8 u64 connection id (the handshake's, as this hop saw it)    16 u64 sequence (echoed)
- * </pre>
- * A PONG or LOST answer is never larger than what asked for it; datagrams are taken only from addresses of the link
+ * <p>The datagrams: {@link LivenessDatagram}. Datagrams are taken only from addresses of the link
  * they arrive on. A connection is watched under its id and the watcher's role (connector or acceptor: both ends of a
  * connection to the same fabric live here), and only datagrams from the neighbour's own address and port count.
  */
@@ -58,25 +66,6 @@ public final class Liveness implements AutoCloseable {
     /** Relay legs at most (two per relayed connection): bounded, though only a completed handshake adds any. */
     static final int MAX_LEGS = 16_384;
 
-    static final int MAGIC = 0x4A4D4C56;
-    static final int VERSION = 2;
-    static final int PING = 1;
-    static final int PONG = 2;
-    static final int LOST = 3;
-    static final int ROLE_CONNECTOR = 1;
-    static final int ROLE_ACCEPTOR = 2;
-    static final int KNOWN = 1;
-    static final int RELAY = 2;
-    static final int SILENT = 1;
-    static final int CLOSED = 2;
-    static final int MAGIC_OFFSET = 0;
-    static final int VERSION_OFFSET = 4;
-    static final int TYPE_OFFSET = 5;
-    static final int ROLE_OFFSET = 6;
-    static final int FLAGS_OFFSET = 7;
-    static final int ID_OFFSET = 8;
-    static final int SEQUENCE_OFFSET = 16;
-    static final int LENGTH = 24;
 
     private static final Logger LOG = JmeshLog.logger(Liveness.class);
 
@@ -422,7 +411,7 @@ public final class Liveness implements AutoCloseable {
     }
 
     private void onDatagram(DatagramChannel ch, InetSocketAddress from) {
-        String problem = problem(rx);
+        String problem = LivenessDatagram.problem(rx);
         if (problem == null && !links.get(ch).contains(from.getAddress())) {
             problem = "from outside the link " + links.get(ch);
         }
@@ -486,33 +475,9 @@ public final class Liveness implements AutoCloseable {
         return w != null && w.peer.equals(from) ? w : null;
     }
 
-    /** Why a datagram is not one of ours, or null. */
-    static String problem(ByteBuffer d) {
-        if (d.remaining() != LENGTH) {
-            return "a datagram of " + d.remaining() + " bytes (a liveness datagram has " + LENGTH + ")";
-        }
-        if (d.getInt(MAGIC_OFFSET) != MAGIC) {
-            return "bad magic 0x" + Integer.toHexString(d.getInt(MAGIC_OFFSET)) + " (not jmesh liveness)";
-        }
-        if (d.get(VERSION_OFFSET) != VERSION) {
-            return "liveness version " + d.get(VERSION_OFFSET) + ", this node speaks " + VERSION
-                    + " (run the same jmesh version on every node)";
-        }
-        int type = d.get(TYPE_OFFSET);
-        int role = d.get(ROLE_OFFSET);
-        if ((type != PING && type != PONG && type != LOST) || (role != ROLE_CONNECTOR && role != ROLE_ACCEPTOR)) {
-            return "type " + type + ", role " + role;
-        }
-        return null;
-    }
-
     private void send(DatagramChannel ch, int type, int role, int flags, long id, long sequence,
                       InetSocketAddress to) {
-        tx.clear();
-        tx.putInt(MAGIC_OFFSET, MAGIC).put(VERSION_OFFSET, (byte) VERSION).put(TYPE_OFFSET, (byte) type)
-                .put(ROLE_OFFSET, (byte) role).put(FLAGS_OFFSET, (byte) flags).putLong(ID_OFFSET, id)
-                .putLong(SEQUENCE_OFFSET, sequence);
-        tx.limit(LENGTH);
+        LivenessDatagram.write(tx, type, role, flags, id, sequence);
         try {
             ch.send(tx, to);
         } catch (IOException e) {

@@ -3,7 +3,7 @@ package io.jmesh.transport.rdma;
 import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.verbs.DeviceContext;
 import io.jmesh.verbs.AsyncEvents;
-import io.jmesh.verbs.Errno;
+import io.jmesh.posix.Errno;
 import io.jmesh.verbs.ffi.verbs_h;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,6 +1,6 @@
 package io.jmesh.transport.rdma;
 
-import io.jmesh.api.CloseHelper;
+import io.jmesh.transport.lifecycle.Closer;
 import io.jmesh.transport.verbs.CompletionQueue;
 import io.jmesh.transport.verbs.DeviceContext;
 import io.jmesh.transport.verbs.MemoryRegion;
@@ -157,17 +157,17 @@ final class Endpoint implements AutoCloseable {
 
     /** Closes each even when one before it failed (the arena last); rethrows the first failure. */
     private static void closeQuietly(QueuePair q, MemoryRegion m, CompletionQueue c, Arena a) {
-        CloseHelper.closeAll(q, m, c, a);
+        Closer.closeAll(q, m, c, a);
     }
 
     /** Closes every rail, all of them even when one fails; rethrows the first failure. */
     static void closeAll(Endpoint[] rails) {
-        CloseHelper.closeAll(rails);
+        Closer.closeAll(rails);
     }
 
     /** Closes what a failed set-up created (null entries skipped), logging a failed close and going on. */
     static void closeQuietly(Endpoint[] rails, org.apache.logging.log4j.Logger log) {
-        CloseHelper.closeAll(t -> log.warn("{}", t.getMessage()), rails);
+        Closer.closeAll(t -> log.warn("{}", t.getMessage()), rails);
     }
 
     @Override

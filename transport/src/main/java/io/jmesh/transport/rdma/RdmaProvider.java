@@ -1,6 +1,6 @@
 package io.jmesh.transport.rdma;
 
-import io.jmesh.api.CloseHelper;
+import io.jmesh.transport.lifecycle.Closer;
 import io.jmesh.api.Context;
 import io.jmesh.transport.discovery.Discovery;
 import io.jmesh.transport.discovery.DiscoveryResult;
@@ -268,7 +268,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
             int rc = device.verbs().queryGidEx(device.handle(), port, index, entry);
             if (rc != 0) {
                 throw new VerbsException("GID " + index + " of " + device.name() + " port " + port
-                        + " cannot be read (" + io.jmesh.verbs.Errno.describe(rc) + "); check JMESH_GID_INDEX and "
+                        + " cannot be read (" + io.jmesh.posix.Errno.describe(rc) + "); check JMESH_GID_INDEX and "
                         + "'jmesh devices'", rc);
             }
             return ibv_gid_entry.gid(entry).toArray(JAVA_BYTE);
@@ -345,8 +345,8 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
                 MemoryRegion.dmaBuf(pd, -1, 0, 0, 0, MemoryRegion.defaultAccess()).close();
                 known = true;
             } catch (VerbsException e) {
-                known = e.errno() != io.jmesh.verbs.Errno.EOPNOTSUPP
-                        && e.errno() != io.jmesh.verbs.Errno.EPROTONOSUPPORT;
+                known = e.errno() != io.jmesh.posix.Errno.EOPNOTSUPP
+                        && e.errno() != io.jmesh.posix.Errno.EPROTONOSUPPORT;
             }
             dmaBufSupport.put(device, known);
             LOG.info("{} {} register GPU memory by dma-buf", device, known ? "can" : "cannot");
@@ -396,7 +396,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
     }
 
     private static void deregisterPages(MemoryRegion[] regions) {
-        CloseHelper.closeAll(regions);
+        Closer.closeAll(regions);
     }
 
     /** Listens on every usable link; the handle carries all their addresses. */
@@ -467,7 +467,7 @@ public final class RdmaProvider implements io.jmesh.api.spi.Provider {
         order.add(control);
         connections.clear();
         try {
-            CloseHelper.closeAll(order);    // the first failure, the others suppressed in it
+            Closer.closeAll(order);    // the first failure, the others suppressed in it
         } finally {
             registrations.clear();
             cacheClosed = true;

@@ -10,7 +10,7 @@ import io.jmesh.transport.core.OpWindow;
 import io.jmesh.transport.core.SendSlot;
 import io.jmesh.transport.core.SendWire;
 import io.jmesh.transport.verbs.Wr;
-import io.jmesh.verbs.Errno;
+import io.jmesh.posix.Errno;
 import io.jmesh.transport.core.Slots;
 
 import java.lang.foreign.MemorySegment;

@@ -1,9 +1,9 @@
 package io.jmesh.transport.rdma;
 
-import io.jmesh.api.CloseHelper;
+import io.jmesh.transport.lifecycle.Closer;
 import io.jmesh.transport.core.Cts;
 import io.jmesh.transport.verbs.Wr;
-import io.jmesh.verbs.Errno;
+import io.jmesh.posix.Errno;
 import io.jmesh.verbs.ffi.verbs_h;
 import io.jmesh.transport.core.Slots;
 
@@ -405,7 +405,7 @@ final class RelayPipe implements AutoCloseable {
             return;
         }
         closed = true;
-        CloseHelper.closeAll(e -> VerbsRelay.LOG.warn("jmesh relay: closing {}: {}", name, e.toString()), up, down,
+        Closer.closeAll(e -> VerbsRelay.LOG.warn("jmesh relay: closing {}: {}", name, e.toString()), up, down,
                 memoryOwner);
     }
 

@@ -1,6 +1,6 @@
 package io.jmesh.transport.rdma;
 
-import io.jmesh.api.CloseHelper;
+import io.jmesh.transport.lifecycle.Closer;
 import io.jmesh.transport.handshake.HandshakeStatus;
 import io.jmesh.transport.handshake.OutboundHandshake;
 import io.jmesh.transport.handshake.RelayFrames;
@@ -10,7 +10,7 @@ import io.jmesh.api.LocalLink;
 import io.jmesh.transport.net.RelayHop;
 import io.jmesh.transport.net.Route;
 import io.jmesh.transport.route.NextHop;
-import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.security.MeshKey;
 import io.jmesh.transport.route.RelayPolicy;
 import io.jmesh.transport.route.RelayRequest;
 
@@ -98,7 +98,7 @@ final class RelaySession {
             if (listener != null && up != null) {
                 listener.abort("the relayed connection's other half failed");
             }
-            CloseHelper.closeAll(e -> VerbsRelay.LOG.warn("{}", e.toString()), up, down, ring, arena);
+            Closer.closeAll(e -> VerbsRelay.LOG.warn("{}", e.toString()), up, down, ring, arena);
         }
         return null;
     }
@@ -244,7 +244,7 @@ final class RelaySession {
         Function<RelayPipe, RelayOutlet> outlet = hop == null ? ReceiverOutlet::new
                 : p -> new RecordOutlet(p, to.recordBytes(), to.records());
         RelayPipe pipe = new RelayPipe(name, up, from.controlAddress(), from.controlRkey(), down, to.controlAddress(),
-                to.controlRkey(), rr, () -> CloseHelper.closeAll(r, a), intake, outlet);
+                to.controlRkey(), rr, () -> Closer.closeAll(r, a), intake, outlet);
         // both neighbours watched from now on: a stopped one is told to the other (LOST), hop by hop to the ends
         provider.agent().liveness().relay(upId, new InetSocketAddress(remote, upPort), local,
                 listener.connectionId(), new InetSocketAddress(hop == null ? target.getAddress() : hop.neighbour(),

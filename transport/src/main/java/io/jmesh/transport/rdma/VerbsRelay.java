@@ -1,8 +1,8 @@
 package io.jmesh.transport.rdma;
 
 import io.jmesh.api.BackoffIdleStrategy;
-import io.jmesh.api.CloseHelper;
 import io.jmesh.transport.control.RelayEndpoint;
+import io.jmesh.transport.lifecycle.Closer;
 import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.api.LocalLink;
@@ -156,7 +156,7 @@ final class VerbsRelay implements RelayEndpoint {
             if (evicted != null) {  // its session fails on the closed socket and frees what it made
                 warnings.warn("evicted the relay handshake from {}: {} were in progress (JMESH_HANDSHAKE_MAX_PENDING)",
                         evicted.getRemoteSocketAddress(), handshakes.max());
-                CloseHelper.closeAll(e -> { }, evicted);
+                Closer.closeAll(e -> { }, evicted);
             }
             open.add(s);
             Thread t = Thread.ofVirtual().name("jmesh-verbs-relay-handshake").unstarted(() -> {
@@ -166,13 +166,13 @@ final class VerbsRelay implements RelayEndpoint {
                         incoming.add(pipe);
                         LockSupport.unpark(forwarder); // it sleeps while it has nothing to relay
                         if (!running) {                // closed meanwhile: close() may have passed already
-                            CloseHelper.closeAll(e -> { }, incoming);
+                            Closer.closeAll(e -> { }, incoming);
                         }
                     }
                 } finally {
                     open.remove(s);
                     handshakes.remove(s);
-                    CloseHelper.closeAll(e -> { }, s);
+                    Closer.closeAll(e -> { }, s);
                     sessions.remove(Thread.currentThread());
                 }
             });
@@ -233,8 +233,8 @@ final class VerbsRelay implements RelayEndpoint {
     public void close() {
         running = false;
         LockSupport.unpark(forwarder);
-        CloseHelper.closeAll(e -> { }, servers.values());
-        CloseHelper.closeAll(e -> { }, open);
+        Closer.closeAll(e -> { }, servers.values());
+        Closer.closeAll(e -> { }, open);
         for (Thread t : List.copyOf(sessions)) {
             try {
                 t.join(5_000);              // each frees what it made while the devices are still open
@@ -249,8 +249,8 @@ final class VerbsRelay implements RelayEndpoint {
                 Thread.currentThread().interrupt();
             }
         }
-        CloseHelper.closeAll(e -> LOG.warn("{}", e.toString()), pipes);
-        CloseHelper.closeAll(e -> LOG.warn("{}", e.toString()), incoming);
+        Closer.closeAll(e -> LOG.warn("{}", e.toString()), pipes);
+        Closer.closeAll(e -> LOG.warn("{}", e.toString()), incoming);
         pipes.clear();
     }
 }

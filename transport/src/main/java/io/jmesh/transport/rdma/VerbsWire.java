@@ -3,7 +3,7 @@ package io.jmesh.transport.rdma;
 import io.jmesh.api.Registration;
 import io.jmesh.transport.core.Fate;
 import io.jmesh.transport.verbs.Wr;
-import io.jmesh.verbs.Errno;
+import io.jmesh.posix.Errno;
 import io.jmesh.verbs.ffi.verbs_h;
 
 import java.lang.foreign.MemorySegment;

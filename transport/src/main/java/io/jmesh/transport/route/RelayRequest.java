@@ -1,5 +1,7 @@
 package io.jmesh.transport.route;
 
+import io.jmesh.transport.security.MeshKey;
+
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;

@@ -1,6 +1,7 @@
 package io.jmesh.transport.route;
 
 import io.jmesh.api.IpPrefix;
+import io.jmesh.transport.security.MeshKey;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;

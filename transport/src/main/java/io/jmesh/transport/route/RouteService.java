@@ -5,6 +5,7 @@ import io.jmesh.api.ListenAddress;
 import io.jmesh.api.ListenHandle;
 import io.jmesh.api.LocalLink;
 import io.jmesh.transport.net.Route;
+import io.jmesh.transport.security.MeshKey;
 import io.jmesh.api.StaticRoute;
 import io.jmesh.transport.route.RouteFrame.Decoded;
 import io.jmesh.transport.route.RouteFrame.Link;

@@ -1,6 +1,6 @@
 package io.jmesh.transport.tcp;
 
-import io.jmesh.verbs.Errno;
+import io.jmesh.posix.Errno;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;

@@ -5,7 +5,7 @@ import io.jmesh.transport.connect.ConnectMachine;
 import io.jmesh.transport.core.CoreSender;
 import io.jmesh.transport.core.Eager;
 import io.jmesh.transport.net.Route;
-import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.security.MeshKey;
 import io.jmesh.transport.route.RelayRequest;
 import io.jmesh.api.JmeshLog;
 import org.apache.logging.log4j.Logger;

@@ -1,6 +1,6 @@
 package io.jmesh.transport.tcp;
 
-import io.jmesh.api.CloseHelper;
+import io.jmesh.transport.lifecycle.Closer;
 import io.jmesh.api.Context;
 import io.jmesh.api.Registration;
 import io.jmesh.api.spi.Provider;
@@ -95,7 +95,7 @@ public final class TcpProvider implements Provider {
                     Math.min(context.tcpThreads(), Runtime.getRuntime().availableProcessors()),
                     context.tcpRelaySplice()));
         } catch (RuntimeException e) {
-            CloseHelper.closeAll(e::addSuppressed, control);
+            Closer.closeAll(e::addSuppressed, control);
             throw e;
         }
         LOG.info("jmesh tcp: links {}, {} data sockets per connection, {} helper threads ({} CPUs, spinning {} us "
@@ -279,7 +279,7 @@ public final class TcpProvider implements Provider {
         // last, after the connections it routes: discovery, the relay, then the handshake agent, which the
         // connects and listeners closed above hand their sockets back to
         toClose.add(control);
-        CloseHelper.closeAll(toClose);      // the first failure, the others suppressed in it
+        Closer.closeAll(toClose);      // the first failure, the others suppressed in it
     }
 
     private static int rank(AutoCloseable c) {

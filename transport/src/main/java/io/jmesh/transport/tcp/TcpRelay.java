@@ -4,7 +4,7 @@ import io.jmesh.transport.control.RelayEndpoint;
 import io.jmesh.transport.liveness.Liveness;
 import io.jmesh.transport.log.WarnLimiter;
 import io.jmesh.api.LocalLink;
-import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.security.MeshKey;
 import io.jmesh.transport.route.PendingRequests;
 import io.jmesh.transport.route.RelayPolicy;
 import io.jmesh.transport.route.RelayRequest;

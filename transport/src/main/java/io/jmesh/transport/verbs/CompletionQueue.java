@@ -1,7 +1,7 @@
 package io.jmesh.transport.verbs;
 
 import io.jmesh.verbs.DataPath;
-import io.jmesh.verbs.Errno;
+import io.jmesh.posix.Errno;
 import io.jmesh.verbs.VerbsException;
 
 import java.lang.foreign.MemorySegment;

@@ -1,6 +1,6 @@
 package io.jmesh.transport.verbs;
 
-import io.jmesh.verbs.Errno;
+import io.jmesh.posix.Errno;
 import io.jmesh.verbs.VerbsException;
 import io.jmesh.verbs.ffi.ibv_ah_attr;
 import io.jmesh.verbs.ffi.ibv_global_route;

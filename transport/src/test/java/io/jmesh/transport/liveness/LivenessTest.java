@@ -87,8 +87,8 @@ class LivenessTest {
     }
 
     private static ByteBuffer datagram(int type, int role, long id, long seq) {
-        ByteBuffer b = ByteBuffer.allocate(Liveness.LENGTH);
-        b.putInt(Liveness.MAGIC).put((byte) Liveness.VERSION).put((byte) type).put((byte) role).put((byte) 0)
+        ByteBuffer b = ByteBuffer.allocate(LivenessDatagram.LENGTH);
+        b.putInt(LivenessDatagram.MAGIC).put((byte) LivenessDatagram.VERSION).put((byte) type).put((byte) role).put((byte) 0)
                 .putLong(id).putLong(seq);
         return b.flip();
     }
@@ -118,9 +118,9 @@ class LivenessTest {
         assertTrue(fate.error().contains("JMESH_LIVENESS_TIMEOUT_MS"), fate.error());
         // and it was asked: pings reached the frozen peer's socket
         ByteBuffer got = receive(frozen, (int) PATIENCE_MS);
-        assertEquals(Liveness.LENGTH, got.remaining());
-        assertEquals(Liveness.PING, got.get(Liveness.TYPE_OFFSET));
-        assertEquals(7, got.getLong(Liveness.ID_OFFSET));
+        assertEquals(LivenessDatagram.LENGTH, got.remaining());
+        assertEquals(LivenessDatagram.PING, got.get(LivenessDatagram.TYPE_OFFSET));
+        assertEquals(7, got.getLong(LivenessDatagram.ID_OFFSET));
     }
 
     @Test
@@ -160,9 +160,9 @@ class LivenessTest {
         InetSocketAddress target = new InetSocketAddress(LO, a.port(LO));
         long seq = 0;
         while (!fate.failed()) {
-            spoofer.send(datagram(Liveness.PONG, Liveness.ROLE_CONNECTOR, 9, ++seq), target);  // wrong port
-            frozen.send(datagram(Liveness.PONG, Liveness.ROLE_ACCEPTOR, 9, ++seq), target);   // wrong role
-            frozen.send(datagram(Liveness.PONG, Liveness.ROLE_CONNECTOR, 10, ++seq), target); // wrong id
+            spoofer.send(datagram(LivenessDatagram.PONG, LivenessDatagram.ROLE_CONNECTOR, 9, ++seq), target);  // wrong port
+            frozen.send(datagram(LivenessDatagram.PONG, LivenessDatagram.ROLE_ACCEPTOR, 9, ++seq), target);   // wrong role
+            frozen.send(datagram(LivenessDatagram.PONG, LivenessDatagram.ROLE_CONNECTOR, 10, ++seq), target); // wrong id
             Thread.sleep(50);
             if (seq > 3 * PATIENCE_MS / 50) {
                 fail("a silent peer was kept alive by pongs that were not its own");
@@ -178,20 +178,20 @@ class LivenessTest {
         DatagramChannel stranger = raw();
         InetSocketAddress bAddress = new InetSocketAddress(LO, b.port(LO));
         stranger.send(ByteBuffer.wrap(new byte[] {1, 2, 3}), bAddress);
-        ByteBuffer wrongMagic = datagram(Liveness.PING, Liveness.ROLE_CONNECTOR, 1, 1);
+        ByteBuffer wrongMagic = datagram(LivenessDatagram.PING, LivenessDatagram.ROLE_CONNECTOR, 1, 1);
         wrongMagic.putInt(0, 0x12345678);
         stranger.send(wrongMagic, bAddress);
-        ByteBuffer wrongType = datagram(9, Liveness.ROLE_CONNECTOR, 1, 1);
+        ByteBuffer wrongType = datagram(9, LivenessDatagram.ROLE_CONNECTOR, 1, 1);
         stranger.send(wrongType, bAddress);
         stranger.send(ByteBuffer.allocate(1400), bAddress);
         await("four drops counted", () -> b.dropped() == 4);
         // a stranger's well-formed PING is answered with a PONG of the same size, and nothing else
-        stranger.send(datagram(Liveness.PING, Liveness.ROLE_ACCEPTOR, 42, 17), bAddress);
+        stranger.send(datagram(LivenessDatagram.PING, LivenessDatagram.ROLE_ACCEPTOR, 42, 17), bAddress);
         ByteBuffer got = receive(stranger, (int) PATIENCE_MS);
-        assertEquals(Liveness.LENGTH, got.remaining());
-        assertEquals(Liveness.PONG, got.get(Liveness.TYPE_OFFSET));
-        assertEquals(42, got.getLong(Liveness.ID_OFFSET));
-        assertEquals(17, got.getLong(Liveness.SEQUENCE_OFFSET));
+        assertEquals(LivenessDatagram.LENGTH, got.remaining());
+        assertEquals(LivenessDatagram.PONG, got.get(LivenessDatagram.TYPE_OFFSET));
+        assertEquals(42, got.getLong(LivenessDatagram.ID_OFFSET));
+        assertEquals(17, got.getLong(LivenessDatagram.SEQUENCE_OFFSET));
         Fate fate = new Fate();
         a.watch(2, true, LO, b.port(LO), LO, fate);
         Thread.sleep(2 * TIMEOUT.toMillis());
@@ -203,7 +203,7 @@ class LivenessTest {
         Liveness b = start(List.of(IpPrefix.parse("127.0.0.1/32")));
         DatagramChannel outsider = DatagramChannel.open().bind(new InetSocketAddress(address("127.0.0.2"), 0));
         open.add(outsider);
-        outsider.send(datagram(Liveness.PING, Liveness.ROLE_CONNECTOR, 1, 1), new InetSocketAddress(LO, b.port(LO)));
+        outsider.send(datagram(LivenessDatagram.PING, LivenessDatagram.ROLE_CONNECTOR, 1, 1), new InetSocketAddress(LO, b.port(LO)));
         await("the outsider's ping dropped", () -> b.dropped() == 1);
         assertEquals(null, receive(outsider, 300), "an address outside the link got an answer");
     }

@@ -6,10 +6,8 @@ import io.jmesh.transport.core.Cts;
 import io.jmesh.api.Context;
 import io.jmesh.api.Receiver;
 import io.jmesh.api.Registration;
-import io.jmesh.api.Sender;
 import io.jmesh.api.Status;
 import io.jmesh.testbed.TestbedEnv;
-import io.jmesh.api.ListenHandle;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -18,22 +16,30 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.SplittableRandom;
-import java.util.zip.CRC32C;
 
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.BUF;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.TIMEOUT;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.arena;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.awaitDone;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.awaitRequest;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.crc;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.fill;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.provider;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.receivers;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.recvBuf;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.recvReg;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.routes;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.sendBuf;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.sendReg;
+import static io.jmesh.transport.rdma.RdmaMeshFixture.senders;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * The verbs transport end to end inside the Soft-RoCE testbed, on any topology: every guest listens and connects to
@@ -44,168 +50,17 @@ import static org.junit.jupiter.api.Assertions.fail;
 @Tag("rdma")
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RdmaMeshTest {
-    private static final Duration TIMEOUT = Duration.ofSeconds(300);
-    private static final long BUF = (64L << 20) + 4096;
-    private static RdmaProvider provider;
-    private static RdmaListener listener;
-    private static final Map<String, CoreSender> senders = new HashMap<>();
-    private static final Map<String, CoreReceiver> receivers = new HashMap<>();
-    private static final Map<String, String> routes = new HashMap<>();
-    private static Arena arena;
-    private static MemorySegment sendBuf;
-    private static MemorySegment recvBuf;
-    private static Registration sendReg;
-    private static Registration recvReg;
+    private static final long[] SIZES = {0, 1, 7, 4095, 4096, 4097, 65_537, (1 << 20) + 3, (8 << 20) + 1, 64L << 20};
 
     @BeforeAll
     static void connectToEveryPeer() throws Exception {
-        TestbedEnv.require();
-        String me = TestbedEnv.name();
-        List<String> peers = TestbedEnv.peers();
-        Context context = new Context();
-        long crowding = RdmaTestbedSupport.crowding();
-        if (crowding > 1) { // more guests than the host has cores for: the usual 10 s ran out on mesh:5
-            context.handshakeTimeoutMs(30_000 * crowding);
-        }
-        provider = RdmaProvider.open(context);
-        listener = provider.listen();
-        TestbedEnv.publish("handle-" + me, HexFormat.of().formatHex(listener.handle()));
-        arena = Arena.ofShared();
-        sendBuf = arena.allocate(BUF, 4096);
-        recvBuf = arena.allocate(BUF * Math.max(1, peers.size()), 4096);
-        sendReg = provider.register(sendBuf);
-        recvReg = provider.register(recvBuf);
-
-        Map<String, RdmaConnect> connecting = new HashMap<>();
-        for (String peer : peers) {
-            ListenHandle h = ListenHandle.decode(HexFormat.of().parseHex(TestbedEnv.await("handle-" + peer, TIMEOUT)
-                    .trim()));
-            RdmaConnect c = provider.connect(h);
-            connecting.put(peer, c);
-            routes.put(peer, c.route());
-        }
-        List<CoreReceiver> anonymous = new ArrayList<>();
-        long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        while (senders.size() < peers.size() || anonymous.size() < peers.size()) {
-            for (var e : connecting.entrySet()) {
-                if (!senders.containsKey(e.getKey())) {
-                    CoreSender s = e.getValue().poll();
-                    if (s != null) {
-                        senders.put(e.getKey(), s);
-                    }
-                }
-            }
-            CoreReceiver r = listener.accept();
-            if (r != null) {
-                anonymous.add(r);
-            }
-            if (System.nanoTime() > deadline) {
-                fail("connections not complete after " + TIMEOUT.toSeconds() + " s: senders " + senders.keySet()
-                        + ", receivers " + anonymous.size());
-            }
-            Thread.onSpinWait();
-        }
-        // the first message on each connection names its sender, so each receiver learns its peer
-        int[] requests = new int[anonymous.size()];
-        for (int i = 0; i < anonymous.size(); i++) {
-            requests[i] = anonymous.get(i).irecv(1, new Registration[] {recvReg}, new long[] {64L * i},
-                    new long[] {64}, new int[] {0});
-            assertTrue(requests[i] >= 0, "irecv: " + Status.describe(requests[i]));
-        }
-        byte[] myName = me.getBytes();
-        MemorySegment.copy(myName, 0, sendBuf, JAVA_BYTE, 0, myName.length);
-        for (CoreSender s : senders.values()) {
-            int req = awaitRequest(() -> s.isend(sendReg, 0, myName.length, 0), s);
-            awaitDone(() -> s.test(req), s);
-        }
-        for (int i = 0; i < anonymous.size(); i++) {
-            CoreReceiver r = anonymous.get(i);
-            int req = requests[i];
-            awaitDone(() -> r.test(req), r);
-            receivers.put(new String(recvBuf.asSlice(64L * i, r.size(req, 0)).toArray(JAVA_BYTE)), r);
-        }
-        assertEquals(senders.keySet(), receivers.keySet());
-        System.out.println(me + " connected: " + routes);
+        RdmaMeshFixture.connectToEveryPeer();
     }
 
     @AfterAll
     static void closeInOrder() {
-        senders.values().forEach(Sender::close);
-        receivers.values().forEach(Receiver::close);
-        for (Registration r : new Registration[] {sendReg, recvReg}) {
-            if (r != null) {
-                r.close();
-            }
-        }
-        if (listener != null) {
-            listener.close();
-        }
-        if (provider != null) {
-            provider.close();
-        }
-        if (arena != null) {
-            arena.close();
-        }
+        RdmaMeshFixture.closeInOrder();
     }
-
-    interface Call {
-        int call();
-    }
-
-    private static int awaitRequest(Call c, Object conn) {
-        long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        while (true) {
-            int r = c.call();
-            if (r >= 0) {
-                return r;
-            }
-            if (r != Status.NOT_READY) {
-                fail(Status.describe(r) + ": " + error(conn));
-            }
-            if (System.nanoTime() > deadline) {
-                fail("no clear-to-send within " + TIMEOUT.toSeconds() + " s");
-            }
-            Thread.onSpinWait();
-        }
-    }
-
-    private static void awaitDone(Call test, Object conn) {
-        long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        int r;
-        while ((r = test.call()) == 0) {
-            if (System.nanoTime() > deadline) {
-                fail("request not complete within " + TIMEOUT.toSeconds() + " s");
-            }
-            Thread.onSpinWait();
-        }
-        if (r != 1) {
-            fail(Status.describe(r) + ": " + error(conn));
-        }
-    }
-
-    private static String error(Object conn) {
-        return conn instanceof Sender s ? s.error() : ((Receiver) conn).error();
-    }
-
-    /** Deterministic content for message k from sender s, so the receiver can check every byte by checksum. */
-    private static long fill(MemorySegment seg, long length, String sender, int k) {
-        SplittableRandom rnd = new SplittableRandom(sender.hashCode() * 1_000_003L + k);
-        for (long i = 0; i + 4 <= length; i += 4) {
-            seg.set(JAVA_INT_UNALIGNED, i, rnd.nextInt());
-        }
-        for (long i = length & ~3L; i < length; i++) {
-            seg.set(JAVA_BYTE, i, (byte) rnd.nextInt());
-        }
-        return crc(seg, length);
-    }
-
-    private static long crc(MemorySegment seg, long length) {
-        CRC32C crc = new CRC32C();
-        crc.update(seg.asSlice(0, length).asByteBuffer());
-        return crc.getValue();
-    }
-
-    private static final long[] SIZES = {0, 1, 7, 4095, 4096, 4097, 65_537, (1 << 20) + 3, (8 << 20) + 1, 64L << 20};
 
     /** Every size on a pair; up to 8 MiB elsewhere, where several links share the testbed's two emulated cores. */
     private static long[] sizes() {

@@ -2,6 +2,7 @@ package io.jmesh.transport.route;
 
 import io.jmesh.api.IpPrefix;
 import io.jmesh.api.LocalLink;
+import io.jmesh.transport.security.MeshKey;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

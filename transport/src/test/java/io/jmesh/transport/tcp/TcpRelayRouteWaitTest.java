@@ -4,7 +4,7 @@ import io.jmesh.api.IpPrefix;
 import io.jmesh.api.LocalLink;
 import io.jmesh.transport.handshake.Frames;
 import io.jmesh.transport.liveness.Liveness;
-import io.jmesh.transport.route.MeshKey;
+import io.jmesh.transport.security.MeshKey;
 import io.jmesh.transport.route.RelayRequest;
 import io.jmesh.transport.route.Adverts;
 import io.jmesh.transport.route.RelayPolicy;

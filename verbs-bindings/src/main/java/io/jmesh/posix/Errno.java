@@ -1,4 +1,4 @@
-package io.jmesh.verbs;
+package io.jmesh.posix;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -9,8 +9,10 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 
 /**
- * errno as libibverbs reports it: the capture-state layout that downcalls write it into, its symbolic name, the C
- * library's text for it, and for the errors users actually hit, what to do about them.
+ * errno as a downcall reports it: the capture-state layout that downcalls write it into, its symbolic name and the C
+ * library's text for it. Both libibverbs and the TCP relay's splice(2) report through it, so it belongs to neither
+ * the verbs bindings nor the transport; what a user can do about a verbs call's errno is the bindings' own
+ * ({@code io.jmesh.posix.ErrnoHints}).
  */
 public final class Errno {
     public static final int EPERM = 1;
@@ -83,26 +85,5 @@ public final class Errno {
             }
         }
         return text == null ? name(errno) : name(errno) + " (" + text + ")";
-    }
-
-    /** What a user can do about this errno from this call, or "" when there is nothing general to say. */
-    public static String hint(String call, int errno) {
-        boolean registers = call.startsWith("ibv_reg");
-        if (errno == ENOMEM && registers) {
-            return "the locked-memory limit is too low for this registration: raise it (ulimit -l unlimited, "
-                    + "or memlock in /etc/security/limits.conf, or LimitMEMLOCK=infinity for a systemd service)";
-        }
-        if (errno == EPERM || errno == EACCES) {
-            return "no permission to use /dev/infiniband/uverbs*: run as a user with access to it (the rdma group on "
-                    + "some distributions) or as root";
-        }
-        if (errno == ENOSYS) {
-            return "this kernel has no RDMA user-space support: load the RDMA driver for your NIC (mlx5_ib, or "
-                    + "rdma_rxe for Soft-RoCE) and ib_uverbs, or use jmesh's TCP provider (JMESH_PROVIDER=tcp)";
-        }
-        if (errno == ENOMEM) {
-            return "the device or the kernel is out of resources: close unused connections, or lower queue depths";
-        }
-        return "";
     }
 }

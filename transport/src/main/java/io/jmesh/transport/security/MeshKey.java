@@ -1,4 +1,4 @@
-package io.jmesh.transport.route;
+package io.jmesh.transport.security;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -50,7 +50,7 @@ public final class MeshKey {
     }
 
     /** The MAC of an advert: over {@code frame}'s bytes between position and limit (the nonce included). */
-    byte[] advertMac(ByteBuffer frame) {
+    public byte[] advertMac(ByteBuffer frame) {
         return mac(ADVERT, frame);
     }
 
@@ -60,7 +60,7 @@ public final class MeshKey {
     }
 
     /** Whether {@code seen} (its first {@value #MAC_BYTES} bytes) is this key's MAC; in constant time. */
-    static boolean matches(byte[] expected, byte[] seen) {
+    public static boolean matches(byte[] expected, byte[] seen) {
         return MessageDigest.isEqual(expected, seen);
     }
 
