@@ -65,6 +65,7 @@ final class CollComm {
     private final int[] sendReq;      // [slot * peers + peer]
     private final int[] recvReq;
     private final long[] sources;     // the reducer's sources, rank order
+    private final float[] accumulator = new float[Reducer.BLOCK];
     private final long[] sendNext;    // by peer: the operation whose send is the next to post on that connection
     private final long[] recvNext;
     private long nextSeq;
@@ -237,7 +238,7 @@ final class CollComm {
                 sources[r] = r == rank ? send[slot]
                         : stagingBase + stagingAt(slot, r < rank ? r : r - 1);
             }
-            Reducer.reduce(type[slot], op[slot], recv[slot], sources, nranks, count[slot]);
+            Reducer.reduce(type[slot], op[slot], recv[slot], sources, nranks, count[slot], accumulator);
             state[slot] = DONE;
         }
     }

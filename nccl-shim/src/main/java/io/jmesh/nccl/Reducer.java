@@ -17,6 +17,13 @@ package io.jmesh.nccl;
  * </ul>
  * fp8 types and any other type or op are not reduced: {@link #supports} says no, and NCCL then does not use the
  * CollNet for them.
+ *
+ * <p>The floating-point types, what inference reduces, go a block of {@link #BLOCK} elements at a time through an
+ * fp32 accumulator the caller owns: every source's block is read before the block of {@code dst} is written (so {@code
+ * dst} may be any source), and each pass is one loop with the type and op fixed, which the JIT compiles to vector
+ * code. Per element the operations and their order are exactly the rule's. Why: with one loop over elements whose
+ * body switched on type and op, a 256 KiB fp32 all-reduce of two ranks took 518 us through the plugin on 16 cores
+ * (nccl-net-driver --coll --calls), where the transport moves 256 KiB in 33 us: about 8 ns an element in the loop.
  */
 final class Reducer {
     static final int INT8 = 0;
@@ -34,6 +41,8 @@ final class Reducer {
     static final int MAX = 2;
     static final int MIN = 3;
 
+    /** Elements per block of the floating-point path: the accumulator's length. */
+    static final int BLOCK = 1024;
     private static final int[] SIZES = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
     private static final String[] TYPE_NAMES = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "fp16",
         "fp32", "fp64", "bf16", "fp8e4m3", "fp8e5m2"};
@@ -60,10 +69,13 @@ final class Reducer {
         return op >= 0 && op < OP_NAMES.length ? OP_NAMES[op] : "ncclRedOp " + op;
     }
 
-    /** Reduces {@code count} elements of the {@code n} sources (rank order) into {@code dst}, which may be a source. */
-    static void reduce(int type, int op, long dst, long[] srcs, int n, long count) {
+    /**
+     * Reduces {@code count} elements of the {@code n} sources (rank order) into {@code dst}, which may be a source;
+     * {@code acc} is the caller's scratch of {@link #BLOCK} floats (one per thread that reduces).
+     */
+    static void reduce(int type, int op, long dst, long[] srcs, int n, long count, float[] acc) {
         switch (type) {
-            case FP16, FP32, BF16 -> floats(type, op, dst, srcs, n, count);
+            case FP16, FP32, BF16 -> floats(type, op, dst, srcs, n, count, acc);
             case FP64 -> doubles(op, dst, srcs, n, count);
             default -> integers(type, op, dst, srcs, n, count);
         }
@@ -105,33 +117,121 @@ final class Reducer {
         }
     }
 
-    private static void floats(int type, int op, long dst, long[] srcs, int n, long count) {
+    private static void floats(int type, int op, long dst, long[] srcs, int n, long count, float[] acc) {
         int w = SIZES[type];
-        for (long i = 0, at = 0; i < count; i++, at += w) {
-            float acc = loadFloat(type, srcs[0] + at);
+        for (long first = 0; first < count; first += BLOCK) {
+            int m = (int) Math.min(BLOCK, count - first);
+            long at = first * w;
+            load(type, srcs[0] + at, acc, m);
             for (int r = 1; r < n; r++) {
-                float x = loadFloat(type, srcs[r] + at);
-                acc = switch (op) {
-                    case SUM -> acc + x;
-                    case PROD -> acc * x;
-                    case MAX -> x > acc ? x : acc;
-                    default -> x < acc ? x : acc;
-                };
+                if (type == FP32) {
+                    foldFp32(op, srcs[r] + at, acc, m);
+                } else {
+                    foldHalf(type, op, srcs[r] + at, acc, m);
+                }
             }
-            switch (type) {
-                case FP32 -> Mem.putFloat(dst + at, acc);
-                case FP16 -> Mem.putShort(dst + at, Float.floatToFloat16(acc));
-                default -> Mem.putShort(dst + at, toBf16(acc));
+            store(type, dst + at, acc, m);
+        }
+    }
+
+    private static void load(int type, long from, float[] acc, int m) {
+        switch (type) {
+            case FP32 -> {
+                for (int i = 0; i < m; i++) {
+                    acc[i] = Mem.getFloat(from + 4L * i);
+                }
+            }
+            case FP16 -> {
+                for (int i = 0; i < m; i++) {
+                    acc[i] = Float.float16ToFloat(Mem.getShort(from + 2L * i));
+                }
+            }
+            default -> {
+                for (int i = 0; i < m; i++) {
+                    acc[i] = Float.intBitsToFloat(Mem.getShort(from + 2L * i) << 16);
+                }
             }
         }
     }
 
-    private static float loadFloat(int type, long address) {
-        return switch (type) {
-            case FP32 -> Mem.getFloat(address);
-            case FP16 -> Float.float16ToFloat(Mem.getShort(address));
-            default -> Float.intBitsToFloat(Mem.getShort(address) << 16);
-        };
+    private static void foldFp32(int op, long from, float[] acc, int m) {
+        switch (op) {
+            case SUM -> {
+                for (int i = 0; i < m; i++) {
+                    acc[i] += Mem.getFloat(from + 4L * i);
+                }
+            }
+            case PROD -> {
+                for (int i = 0; i < m; i++) {
+                    acc[i] *= Mem.getFloat(from + 4L * i);
+                }
+            }
+            case MAX -> {
+                for (int i = 0; i < m; i++) {
+                    float x = Mem.getFloat(from + 4L * i);
+                    acc[i] = x > acc[i] ? x : acc[i];
+                }
+            }
+            default -> {
+                for (int i = 0; i < m; i++) {
+                    float x = Mem.getFloat(from + 4L * i);
+                    acc[i] = x < acc[i] ? x : acc[i];
+                }
+            }
+        }
+    }
+
+    /** fp16 or bf16 into the fp32 accumulator: the half converts exactly, the step is fp32's. */
+    private static void foldHalf(int type, int op, long from, float[] acc, int m) {
+        boolean fp16 = type == FP16;
+        switch (op) {
+            case SUM -> {
+                for (int i = 0; i < m; i++) {
+                    acc[i] += half(fp16, Mem.getShort(from + 2L * i));
+                }
+            }
+            case PROD -> {
+                for (int i = 0; i < m; i++) {
+                    acc[i] *= half(fp16, Mem.getShort(from + 2L * i));
+                }
+            }
+            case MAX -> {
+                for (int i = 0; i < m; i++) {
+                    float x = half(fp16, Mem.getShort(from + 2L * i));
+                    acc[i] = x > acc[i] ? x : acc[i];
+                }
+            }
+            default -> {
+                for (int i = 0; i < m; i++) {
+                    float x = half(fp16, Mem.getShort(from + 2L * i));
+                    acc[i] = x < acc[i] ? x : acc[i];
+                }
+            }
+        }
+    }
+
+    private static float half(boolean fp16, short bits) {
+        return fp16 ? Float.float16ToFloat(bits) : Float.intBitsToFloat(bits << 16);
+    }
+
+    private static void store(int type, long to, float[] acc, int m) {
+        switch (type) {
+            case FP32 -> {
+                for (int i = 0; i < m; i++) {
+                    Mem.putFloat(to + 4L * i, acc[i]);
+                }
+            }
+            case FP16 -> {
+                for (int i = 0; i < m; i++) {
+                    Mem.putShort(to + 2L * i, Float.floatToFloat16(acc[i]));
+                }
+            }
+            default -> {
+                for (int i = 0; i < m; i++) {
+                    Mem.putShort(to + 2L * i, toBf16(acc[i]));
+                }
+            }
+        }
     }
 
     /** fp32 to bf16, round to nearest even; a NaN stays a (quiet) NaN instead of rounding into an infinity. */

@@ -25,7 +25,7 @@ class ReducerTest {
             srcs[r] = s.address();
         }
         MemorySegment dst = a.allocate(8, 8);
-        Reducer.reduce(type, op, dst.address(), srcs, n, 1);
+        Reducer.reduce(type, op, dst.address(), srcs, n, 1, new float[Reducer.BLOCK]);
         return dst;
     }
 
@@ -105,5 +105,58 @@ class ReducerTest {
             }
         }
         assertFalse(Reducer.supports(-1, 0));
+    }
+
+    /**
+     * Floating-point types over several blocks and a partial one, every op, four ranks, the result written over rank
+     * 2's buffer (in place, as a rank's own buffer is): each element as the rule computes it element by element.
+     */
+    @Test
+    void blocksGiveTheRulesBitsForEveryElementAlsoInPlace() {
+        int n = 4;
+        int count = 2 * Reducer.BLOCK + 37;
+        java.util.Random random = new java.util.Random(46);
+        for (int type : new int[] {Reducer.FP32, Reducer.FP16, Reducer.BF16}) {
+            int w = type == Reducer.FP32 ? 4 : 2;
+            for (int op = Reducer.SUM; op <= Reducer.MIN; op++) {
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment[] src = new MemorySegment[n];
+                    long[] srcs = new long[n];
+                    float[][] values = new float[n][count];
+                    for (int r = 0; r < n; r++) {
+                        src[r] = a.allocate((long) count * w, 64);
+                        srcs[r] = src[r].address();
+                        for (int i = 0; i < count; i++) {
+                            float v = (random.nextInt(20001) - 10000) / 64f;
+                            short bits = type == Reducer.FP16 ? Float.floatToFloat16(v) : Reducer.toBf16(v);
+                            values[r][i] = type == Reducer.FP32 ? v : type == Reducer.FP16 ? Float.float16ToFloat(bits)
+                                    : Float.intBitsToFloat(bits << 16);
+                            if (type == Reducer.FP32) {
+                                src[r].setAtIndex(JAVA_FLOAT, i, v);
+                            } else {
+                                src[r].setAtIndex(JAVA_SHORT, i, bits);
+                            }
+                        }
+                    }
+                    Reducer.reduce(type, op, srcs[2], srcs, n, count, new float[Reducer.BLOCK]);
+                    for (int i = 0; i < count; i++) {
+                        float acc = values[0][i];
+                        for (int r = 1; r < n; r++) {
+                            float x = values[r][i];
+                            acc = op == Reducer.SUM ? acc + x : op == Reducer.PROD ? acc * x
+                                    : op == Reducer.MAX ? (x > acc ? x : acc) : (x < acc ? x : acc);
+                        }
+                        int want = type == Reducer.FP32 ? Float.floatToRawIntBits(acc)
+                                : type == Reducer.FP16 ? Float.floatToFloat16(acc) & 0xFFFF : Reducer.toBf16(acc) & 0xFFFF;
+                        int got = type == Reducer.FP32 ? Float.floatToRawIntBits(src[2].getAtIndex(JAVA_FLOAT, i))
+                                : src[2].getAtIndex(JAVA_SHORT, i) & 0xFFFF;
+                        if (want != got) {
+                            assertEquals(Integer.toHexString(want), Integer.toHexString(got), Reducer.typeName(type)
+                                    + " " + Reducer.opName(op) + " element " + i);
+                        }
+                    }
+                }
+            }
+        }
     }
 }
