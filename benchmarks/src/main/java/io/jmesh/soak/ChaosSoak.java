@@ -92,11 +92,12 @@ public final class ChaosSoak {
         for (int i = 0; i < o.nodes(); i++) {
             start(i);
         }
-        if (!pump(60_000, ledger::healed)) {
-            String why = "the mesh never connected fully within 60 s: see " + o.out() + "/events.log and node-*.err";
+        if (!pump(90_000, ledger::healed)) {
+            String why = "the mesh never connected fully within 90 s: see " + o.out() + "/events.log and node-*.err";
             out.println(why);
             return new Outcome(false, 0, List.of(why));
         }
+        ledger.healedMs = System.currentTimeMillis();
         out.printf("all %d connections up after %d ms%n", o.nodes() * (o.nodes() - 1),
                 System.currentTimeMillis() - start);
         long faultSpanMs = o.boundMs() + 4_000 + 5_000;     // the longest hold, and a reconnect
@@ -116,7 +117,11 @@ public final class ChaosSoak {
         for (NodeProcess p : procs) {
             p.send("STOP");
         }
-        pump(60_000, () -> allExited());
+        pump(60_000, () -> all(ledger.done));
+        for (NodeProcess p : procs) {
+            p.send("EXIT");
+        }
+        pump(30_000, () -> all(ledger.exited));
         for (NodeProcess p : procs) {
             p.awaitExit(10_000);
         }
@@ -154,6 +159,7 @@ public final class ChaosSoak {
         }
         if (pump(90_000, ledger::healed)) {
             f.healedMs = System.currentTimeMillis();
+            ledger.healedMs = f.healedMs;
         }
         String line = String.format("fault %d at %.1f s: %s %s for %d ms: %d of %d ends reported, %d within %d ms,"
                 + " slowest %d ms; %s", f.number, (t - start) / 1e3, kind, Ring.name(node), holdMs, f.reports.size(),
@@ -171,7 +177,6 @@ public final class ChaosSoak {
                 "-D" + Setting.PROVIDER.property() + "=tcp",
                 "-D" + Setting.ROUTE_PORT.property() + "=" + o.routePort(),
                 "-D" + Setting.LIVENESS_TIMEOUT_MS.property() + "=" + o.livenessMs(),
-                "-D" + Setting.HANDSHAKE_TIMEOUT_MS.property() + "=" + Math.max(2_000, o.livenessMs()),
                 "-cp", System.getProperty("java.class.path"), SoakNode.class.getName(), Integer.toString(i),
                 Integer.toString(o.nodes()), ring.addressList(i), Integer.toString(++incarnations[i]),
                 Double.toString(o.rate()), Long.toString(o.seed())));
@@ -224,8 +229,8 @@ public final class ChaosSoak {
         }
     }
 
-    private boolean allExited() {
-        for (boolean b : ledger.exited) {
+    private static boolean all(boolean[] flags) {
+        for (boolean b : flags) {
             if (!b) {
                 return false;
             }

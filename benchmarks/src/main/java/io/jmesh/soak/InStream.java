@@ -23,6 +23,8 @@ final class InStream {
     private long session;
     private long got;
     private boolean ended;
+    /** CLOSED once a receive answered it: the sender closed gracefully. */
+    private int closed;
     /** Messages that failed a check; each is reported. */
     long bad;
     long bytes;
@@ -53,6 +55,9 @@ final class InStream {
         }
         boolean worked = false;
         for (int k = 0; k < ids.length && !ended; k++) {
+            if (ids[k] < 0 && closed != 0) {
+                continue;           // closed: nothing more is posted, the receives still out are tested below
+            }
             if (ids[k] < 0) {
                 int id = receiver.irecv(slots, (long) k * Message.MAX, Message.MAX, OutStream.TAG);
                 if (id >= 0) {
@@ -69,9 +74,18 @@ final class InStream {
                 check(k, receiver.size(ids[k], 0));
                 ids[k] = -1;
                 worked = true;
+            } else if (r == Status.CLOSED) {
+                // a graceful close: this receive gets nothing more, but one posted earlier in another slot may
+                // still hold a message (receives complete out of posting order), so each is tested to its end
+                closed = r;
+                ids[k] = -1;
+                worked = true;
             } else if (r < 0) {
                 end(r);
             }
+        }
+        if (closed != 0 && !ended && java.util.Arrays.stream(ids).allMatch(id -> id < 0)) {
+            end(closed);
         }
         return worked;
     }

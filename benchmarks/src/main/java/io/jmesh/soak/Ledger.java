@@ -36,6 +36,7 @@ final class Ledger {
     private final Map<Integer, String> latestKey = new HashMap<>();
     private final long[][] latestGot;
     final String[] handles;
+    final boolean[] done;
     final boolean[] exited;
     long connectFailures;
     boolean stopping;
@@ -48,6 +49,7 @@ final class Ledger {
         inSession = new long[n][n];
         latestGot = new long[n][n];
         handles = new String[n];
+        done = new boolean[n];
         exited = new boolean[n];
     }
 
@@ -61,6 +63,7 @@ final class Ledger {
             case "STUCK" -> stuck.add(Ring.name(e.node()) + " from " + e.peer() + " session " + e.num("session"));
             case "CONNECT_FAIL" -> connectFailures++;
             case "SAMPLE" -> sample(e);
+            case "DONE" -> done[e.node()] = true;
             case "EXIT" -> exited[e.node()] = true;
             default -> { }
         }
@@ -133,9 +136,14 @@ final class Ledger {
     void markSteady() {
         for (String k : latestKey.values()) {
             List<long[]> s = samples.get(k);
-            steady.computeIfAbsent(k, x -> new ArrayList<>()).add(s.getLast());
+            if (s.getLast()[0] > healedMs) {
+                steady.computeIfAbsent(k, x -> new ArrayList<>()).add(s.getLast());
+            }
         }
     }
+
+    /** When the mesh was last seen healed: a sample from before it is no steady one. */
+    long healedMs;
 
     private void up(Ev e) {
         int peer = e.peer();

@@ -24,8 +24,8 @@ import java.util.concurrent.locks.LockSupport;
  * fabric on its ring addresses, a stream of checked messages to every other node ({@link OutStream}) and a check of
  * every stream it accepts ({@link InStream}), all on one polling thread. It prints events ({@link Events}) and takes
  * commands on stdin from the driver ({@link ChaosSoak}): "PEER id handle" (a peer's listener, again whenever it
- * restarted) and "STOP" (finish gracefully: complete what is in flight, close, wait for the peers' streams to close,
- * report the counts, exit). The end of stdin (the driver died) ends it at once, so that no node outlives its driver.
+ * restarted), "STOP" (finish gracefully: complete what is in flight, close, wait for the peers' streams to close,
+ * report the counts, then say DONE) and "EXIT" (once every node is done: close the fabric, which relays for others). The end of stdin (the driver died) ends it at once, so that no node outlives its driver.
  *
  * <p>Arguments: id, node count, this node's addresses, incarnation, messages per second per peer, seed. Settings
  * (provider, route port, liveness timeout) come as -Djmesh.* properties.
@@ -82,6 +82,7 @@ public final class SoakNode {
         Set<String> sessionsSeen = new HashSet<>();
         long[] perSource = new long[nodes];
         boolean stopping = false;
+        boolean done = false;
         long stopAt = 0;
         long nextSample = System.nanoTime();
         long checked = 0;
@@ -96,6 +97,10 @@ public final class SoakNode {
                     case "STOP" -> {
                         stopping = true;
                         stopAt = now;
+                    }
+                    case "EXIT" -> {
+                        Events.emit("EXIT", "");
+                        return;
                     }
                     case "EOF" -> {
                         System.err.println("soak node: stdin ended (the driver is gone): exiting");
@@ -130,13 +135,16 @@ public final class SoakNode {
                 nextSample += SAMPLE_NANOS;
                 sample(outs, ins, perSource, checked, badTotal);
             }
-            if (stopping && outs.stream().allMatch(OutStream::drained)) {
+            if (stopping && !done && outs.stream().allMatch(OutStream::drained)) {
                 outs.forEach(OutStream::finish);
                 if (ins.isEmpty() || now - stopAt > DRAIN_NANOS) {
                     ins.forEach(InStream::abandon);
+                    ins.clear();
                     sample(outs, ins, perSource, checked, badTotal);
-                    Events.emit("EXIT", "");
-                    return;
+                    // the fabric stays open until EXIT: it relays other nodes' connections, whose goodbyes may
+                    // still be on their way through it
+                    Events.emit("DONE", "");
+                    done = true;
                 }
             }
             if (!worked) {
