@@ -30,7 +30,8 @@ final class Ledger {
     final Map<String, List<long[]>> samples = new java.util.LinkedHashMap<>();
     /**
      * The samples taken in a steady state (the mesh healed and quiet: the last before each fault and before the
-     * close), by "node/incarnation": these, unlike samples during a reconnect, must stay flat.
+     * close), by "node/incarnation": t, threads, fds, rss_kb, and the connections the node relayed then (each holds
+     * sockets on both sides, so descriptors are compared only between samples relaying as many).
      */
     final Map<String, List<long[]>> steady = new java.util.LinkedHashMap<>();
     private final Map<Integer, String> latestKey = new HashMap<>();
@@ -136,10 +137,27 @@ final class Ledger {
     void markSteady() {
         for (String k : latestKey.values()) {
             List<long[]> s = samples.get(k);
-            if (s.getLast()[0] > healedMs) {
-                steady.computeIfAbsent(k, x -> new ArrayList<>()).add(s.getLast());
+            long[] last = s.getLast();
+            if (last[0] > healedMs) {
+                int node = Integer.parseInt(k.split("/")[0]);
+                steady.computeIfAbsent(k, x -> new ArrayList<>()).add(new long[] {last[0], last[1], last[2], last[3],
+                    relayedThrough(node)});
             }
         }
+    }
+
+    /** How many current connections pass through {@code node} as a relay (each holds sockets on both sides). */
+    private long relayedThrough(int node) {
+        long n = 0;
+        for (int s = 0; s < ring.nodes; s++) {
+            for (int d = 0; d < ring.nodes; d++) {
+                List<Integer> p = s == d ? null : paths.get(new Key(s, d, outSession[s][d]));
+                if (p != null && p.indexOf(node) > 0 && p.indexOf(node) < p.size() - 1) {
+                    n++;
+                }
+            }
+        }
+        return n;
     }
 
     /** When the mesh was last seen healed: a sample from before it is no steady one. */

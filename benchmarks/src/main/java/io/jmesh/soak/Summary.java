@@ -107,9 +107,11 @@ final class Summary {
     }
 
     /**
-     * Each node incarnation's steady samples (taken with the mesh healed and quiet): the median of the first third
-     * against the median of the last third. Samples during a reconnect are not steady: a failed connection's
-     * sockets linger up to 10 s and new ones open, so they swing by tens of descriptors without any leak.
+     * Each node incarnation's steady samples (taken with the mesh healed and quiet), first against last: threads
+     * over all of them (median of the first third against the last third), descriptors between samples at which the
+     * node relayed as many connections (routes change with every fault, and each relayed connection holds about 8
+     * descriptors), the largest growth among those groups. Samples during a reconnect are not steady: a failed
+     * connection's sockets linger up to 10 s and new ones open.
      */
     private void resources(PrintStream out) {
         for (Map.Entry<String, List<long[]>> e : l.steady.entrySet()) {
@@ -120,14 +122,30 @@ final class Summary {
             int third = Math.max(1, s.size() / 3);
             long[] a = medians(s.subList(0, third));
             long[] b = medians(s.subList(s.size() - third, s.size()));
+            long fdGrowth = 0;
+            String fdAt = "";
+            Map<Long, List<long[]>> byRelays = new java.util.TreeMap<>();
+            s.forEach(x -> byRelays.computeIfAbsent(x[4], k -> new ArrayList<>()).add(x));
+            for (Map.Entry<Long, List<long[]>> g : byRelays.entrySet()) {
+                List<long[]> v = g.getValue();
+                if (v.size() >= 2) {
+                    int t = Math.max(1, v.size() / 3);
+                    long grow = medians(v.subList(v.size() - t, v.size()))[2] - medians(v.subList(0, t))[2];
+                    if (fdAt.isEmpty() || grow > fdGrowth) {
+                        fdGrowth = grow;
+                        fdAt = " (relaying " + g.getKey() + ": " + v.size() + " samples)";
+                    }
+                }
+            }
             String node = Ring.name(Integer.parseInt(e.getKey().split("/")[0])) + "#" + e.getKey().split("/")[1];
             long span = (s.getLast()[0] - s.getFirst()[0]) / 1000;
             row(out, "node " + node + ", " + s.size() + " steady samples, " + span + " s", String.format(
-                    "threads %d -> %d, fds %d -> %d, RSS %d -> %d MiB", a[1], b[1], a[2], b[2], a[3] / 1024,
-                    b[3] / 1024));
-            if (b[1] - a[1] > THREADS_SLACK || b[2] - a[2] > FDS_SLACK) {
-                failures.add("node " + node + ": threads " + a[1] + " -> " + b[1] + ", fds " + a[2] + " -> " + b[2]
-                        + " (more than " + THREADS_SLACK + " threads or " + FDS_SLACK + " descriptors of growth)");
+                    "threads %d -> %d, fds %d -> %d, at equal relaying %+d%s, RSS %d -> %d MiB", a[1], b[1], a[2],
+                    b[2], fdGrowth, fdAt, a[3] / 1024, b[3] / 1024));
+            if (b[1] - a[1] > THREADS_SLACK || fdGrowth > FDS_SLACK) {
+                failures.add("node " + node + ": threads " + a[1] + " -> " + b[1] + ", descriptors " + fdGrowth
+                        + " more at equal relaying (more than " + THREADS_SLACK + " threads or " + FDS_SLACK
+                        + " descriptors of growth)");
             }
         }
     }
