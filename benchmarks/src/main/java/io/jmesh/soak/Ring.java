@@ -18,9 +18,9 @@ final class Ring {
     private final int first;
 
     Ring(int nodes, String net, int first) {
-        if (nodes < 3 || nodes > 9 || first < 1 || first + nodes > 255) {
-            throw new IllegalArgumentException("a ring of 3 to 9 nodes on links " + first + " to " + (first + nodes
-                    - 1) + " (each below 255): change --nodes or the first link");
+        if (nodes < 4 || nodes > 9 || first < 1 || first + nodes > 255) {
+            throw new IllegalArgumentException("a ring of 4 to 9 nodes (fewer have no relays) on links " + first
+                    + " to " + (first + nodes - 1) + " (each below 255): change --nodes or --first-link");
         }
         this.nodes = nodes;
         this.net = net;
