@@ -86,6 +86,15 @@ public class Fate {
         return Status.FAILED;
     }
 
+    /**
+     * Whether the peer's close reaches this end in its own data path even through relays (TCP: the goodbye and the end
+     * of every stream pass through the relays' splices behind the last data), so that a relay's report that the far
+     * side closed only races it. False (verbs: a relay does not carry the goodbye): that report fails the connection.
+     */
+    public boolean closeArrivesInBand() {
+        return false;
+    }
+
     /** Runs once, for the first failure: a provider logs it and tears down what tells the peer (its sockets). */
     protected void failed(String why) {
     }

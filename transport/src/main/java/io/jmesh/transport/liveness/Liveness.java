@@ -461,6 +461,13 @@ public final class Liveness implements AutoCloseable {
             lose(w, why, now);
             return;
         }
+        if (why == CLOSED && w.fate.closeArrivesInBand()) {
+            // the far end closed: its goodbye (or the end of its streams) follows in the data path, behind what it
+            // sent before; failing now would drop what the application has not read yet. The relay answering is a
+            // sign of life meanwhile, and its silence still fails the connection
+            w.lastHeard = now;
+            return;
+        }
         watches.remove(w.key);
         w.fate.fail("the connection " + (w.behind != null ? "to " + w.behind + " " : "") + "through the relay "
                 + w.host() + " is lost: the relay reports that " + (why == CLOSED

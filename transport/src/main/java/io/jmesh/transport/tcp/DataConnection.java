@@ -103,6 +103,11 @@ final class DataConnection extends Fate {
     }
 
     @Override
+    public boolean closeArrivesInBand() {
+        return true;
+    }
+
+    @Override
     protected void failed(String why) {
         if (orderly) {
             // how a peer's close() looks: no WARN in the logs of a program that ends normally

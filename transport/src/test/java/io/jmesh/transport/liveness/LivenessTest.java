@@ -270,4 +270,31 @@ class LivenessTest {
         await("the connector learns it", f[0]::failed);
         assertTrue(f[0].error().contains("the other side no longer has it"), f[0].error());
     }
+    /**
+     * An end whose data path carries the peer's close through the relays (TCP) is not failed by the relay's report
+     * that the other side closed (it would race the goodbye), yet the relay's silence still fails it.
+     */
+    @Test
+    void aRelaysClosedReportLeavesAnInBandEndToItsDataPathButItsSilenceStillFailsIt() throws Exception {
+        Liveness a = start(LINK);
+        Liveness b = start(LINK);
+        Liveness c = start(LINK);
+        Fate inBand = new Fate() {
+            @Override
+            public boolean closeArrivesInBand() {
+                return true;
+            }
+        };
+        Fate closing = new Fate();
+        a.watch(12, true, LO, b.port(LO), LO, inBand, "127.0.0.99");
+        b.relay(12, new InetSocketAddress(LO, a.port(LO)), LO, 12, new InetSocketAddress(LO, c.port(LO)), LO, "line");
+        c.watch(12, false, LO, b.port(LO), LO, closing);
+        Thread.sleep(TIMEOUT.toMillis()); // the legs see both ends have the connection
+        closing.fail("closed by the test"); // the accepting end no longer watches: it answers without KNOWN
+        Thread.sleep(3 * TIMEOUT.toMillis()); // the relay's LOST comes with every ping meanwhile
+        assertFalse(inBand.failed(), inBand.error());
+        b.close();
+        await("the relay's silence fails it", inBand::failed);
+        assertTrue(inBand.error().startsWith("the relay 127.0.0.1 stopped answering"), inBand.error());
+    }
 }
