@@ -88,8 +88,10 @@ public class Fate {
 
     /**
      * Whether the peer's close reaches this end in its own data path even through relays (TCP: the goodbye and the end
-     * of every stream pass through the relays' splices behind the last data), so that a relay's report that the far
-     * side closed only races it. False (verbs: a relay does not carry the goodbye): that report fails the connection.
+     * of every stream pass through the relays' splices behind the last data, both ways), so that a relay's report that
+     * the far side closed only races it. False (verbs): a receiver still gets its sender's goodbye through the relays
+     * (liveness leaves a receiving end alone on that report), but a sender learns of its receiver's close only from
+     * the report, which then fails it.
      */
     public boolean closeArrivesInBand() {
         return false;

@@ -461,10 +461,12 @@ public final class Liveness implements AutoCloseable {
             lose(w, why, now);
             return;
         }
-        if (why == CLOSED && w.fate.closeArrivesInBand()) {
+        if (why == CLOSED && (w.fate.closeArrivesInBand() || w.key.role() == ROLE_ACCEPTOR)) {
             // the far end closed: its goodbye (or the end of its streams) follows in the data path, behind what it
-            // sent before; failing now would drop what the application has not read yet. The relay answering is a
-            // sign of life meanwhile, and its silence still fails the connection
+            // sent before; failing now would drop what the application has not read yet. A receiving end (the
+            // acceptor) gets its sender's goodbye through the relays on both providers; a verbs sender learns its
+            // receiver's close only from this report. The relay answering is a sign of life meanwhile, and its
+            // silence still fails the connection
             w.lastHeard = now;
             return;
         }

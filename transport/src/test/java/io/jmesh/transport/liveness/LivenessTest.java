@@ -297,4 +297,28 @@ class LivenessTest {
         await("the relay's silence fails it", inBand::failed);
         assertTrue(inBand.error().startsWith("the relay 127.0.0.1 stopped answering"), inBand.error());
     }
+
+    /**
+     * A receiving end (the acceptor) whose sender closed gets the sender's goodbye through the relays on both
+     * providers, so the relay's report that the other side closed leaves it alone too, a plain (verbs) end included;
+     * the relay's silence still fails it.
+     */
+    @Test
+    void aRelaysClosedReportLeavesAReceivingEndToItsDataPathButItsSilenceStillFailsIt() throws Exception {
+        Liveness a = start(LINK);
+        Liveness b = start(LINK);
+        Liveness c = start(LINK);
+        Fate receiving = new Fate();
+        Fate closing = new Fate();
+        c.watch(13, true, LO, b.port(LO), LO, closing, "127.0.0.98");
+        b.relay(13, new InetSocketAddress(LO, c.port(LO)), LO, 13, new InetSocketAddress(LO, a.port(LO)), LO, "line");
+        a.watch(13, false, LO, b.port(LO), LO, receiving);
+        Thread.sleep(TIMEOUT.toMillis()); // the legs see both ends have the connection
+        closing.fail("closed by the test"); // the connecting end no longer watches: it answers without KNOWN
+        Thread.sleep(3 * TIMEOUT.toMillis()); // the relay's LOST comes with every ping meanwhile
+        assertFalse(receiving.failed(), receiving.error());
+        b.close();
+        await("the relay's silence fails it", receiving::failed);
+        assertTrue(receiving.error().startsWith("the relay 127.0.0.1 stopped answering"), receiving.error());
+    }
 }
