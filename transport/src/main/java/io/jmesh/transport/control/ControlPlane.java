@@ -113,7 +113,6 @@ public final class ControlPlane implements RelayRoutes, AutoCloseable {
      *                          says what each side has and what to check
      */
     public RoutePlan plan(ListenHandle peer, String preferredLink) throws NoRouteException {
-        Route first;
         RoutePlan plan;
         try {
             plan = new RoutePlan(RouteSelector.select(links, peer, preferredLink), null);
@@ -125,7 +124,7 @@ public final class ControlPlane implements RelayRoutes, AutoCloseable {
             }
             plan = relayed == null ? RoutePlan.AWAIT_DISCOVERY : new RoutePlan(List.of(), relayed);
         }
-        first = plan.first();
+        Route first = plan.first();
         if (first != null && preferredLink != null && !RouteSelector.usesLink(first, preferredLink)) {
             LOG.info("{} shares no subnet with {}; connecting over {} instead", preferredLink, peer.prefixes(),
                     first.local());
