@@ -22,8 +22,9 @@ package io.jmesh.nccl;
  * fp32 accumulator the caller owns: every source's block is read before the block of {@code dst} is written (so {@code
  * dst} may be any source), and each pass is one loop with the type and op fixed, simple enough for the JIT to
  * vectorize (not checked in the compiled code; the blocks' speed is what was measured). Per element the operations and
- * their order are exactly the rule's. Why: with one loop over elements whose body switched on type and op, a 256 KiB fp32 all-reduce of two ranks took 518 us through the plugin on 16 cores
- * (nccl-net-driver --coll --calls), where the transport moves 256 KiB in 33 us: about 8 ns an element in the loop.
+ * their order are exactly the rule's. Why: with one loop over elements whose body switched on type and op, a 256 KiB
+ * fp32 all-reduce of two ranks took 518 us through the plugin on 16 cores (nccl-net-driver --coll --calls), where the
+ * transport moves 256 KiB in 33 us: about 8 ns an element in the loop.
  */
 final class Reducer {
     static final int INT8 = 0;
