@@ -14,7 +14,8 @@
  *    driver_calls.c; --coll: no rounds, the plugin's CollNet all-reduce instead, every result checked, see
  *    driver_coll.c; --tuner: one process, no ranks, the library's NCCL tuner on cost tables, see driver_tuner.c.)
  * Then an orderly close (closeSend/closeRecv/deregMr/closeListen/finalize) and, with --reload, dlclose, dlopen and a
- * second init to check that the plugin survives being unloaded as NCCL 2.30 does.
+ * second init to check that the plugin survives being unloaded and loaded again as NCCL 2.28 does (under the name
+ * libnccl-net.so: see the reload below).
  *
  * Exits 0 and prints "driver: rank R: PASS" on success; 1 with the reason otherwise. Every wait has a deadline
  * (--timeout seconds), so nothing hangs.
@@ -368,7 +369,8 @@ static void usage(void) {
             "                 finds nothing calls sched_yield(), as NCCL's proxy thread does)\n"
             "  --plain        every send the receive's full size, and the sizes test() reports not checked:\n"
             "                 for a baseline plugin that reports the posted size (the reference plugin)\n"
-            "  --reload       after closing, dlclose and load the plugin again and re-init it\n"
+            "  --reload       after closing, dlclose and load the plugin again as NCCL 2.28 does (libnccl-net.so\n"
+            "                 beside it) and re-init it\n"
             "  --coll         instead of the rounds: the plugin's CollNet (ncclCollNetPlugin_v11): every (type, op)\n"
             "                 reduceSupport accepts, all-reduces of 1 element up to min(--max, maxCollBytes) bytes,\n"
             "                 --window in flight, checked against a reference; bad input must be refused;\n"
@@ -481,13 +483,22 @@ int main(int argc, char** argv) {
            plugin_version() >= 11 ? ", finalized" : "");
     if (opt.reload) {
         unload();
+        /* NCCL 2.28 and 2.29 forget a plugin's name when its last communicator ends (plugin/net.cc's unload clears
+           the whole entry; 2.30 keeps the name) and load "libnccl-net.so" for the next one: reload that way, from
+           the layout's folder, so that a layout without that name fails here and not in a user's restart */
+        static char again_path[4096];
+        const char* slash = strrchr(opt.plugin, '/');
+        snprintf(again_path, sizeof again_path, "%.*slibnccl-net.so", slash ? (int)(slash - opt.plugin + 1) : 0,
+                 opt.plugin);
+        opt.plugin = again_path;
         name = load();
         n_init();
         int again = n_devices();
         if (again != ndev) die("after reload the plugin reports %d devices, before %d", again, ndev);
         n_finalize();
         unload();
-        printf("driver: rank %d: reloaded (dlclose, dlopen, init, devices=%d, finalize) ok\n", opt.rank, again);
+        printf("driver: rank %d: reloaded as %s (dlclose, dlopen, init, devices=%d, finalize) ok\n", opt.rank,
+               opt.plugin, again);
     }
     if (opt.destroyJvm) destroy_jvm();
     printf("driver: rank %d: PASS\n", opt.rank);

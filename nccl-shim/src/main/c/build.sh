@@ -32,6 +32,11 @@ if stale "$LIB" "$HERE/net.c" "$HERE/collnet.c" "$HERE/tuner.c" "$HERE/jvm.c" "$
     mv "$LIB.tmp" "$LIB"
 fi
 
+# NCCL 2.28 and 2.29 forget the plugin's name when a process's last communicator ends (abort or destroy) and look for
+# libnccl-net.so when the next one starts: without this name a restart in the same process finds no plugin
+# (docs/nccl.md, restarting after a failure)
+ln -sfn libnccl-net-jmesh.so "$OUT/libnccl-net.so"
+
 DRIVER=$OUT/bin/nccl-net-driver
 DRIVER_DIR=$HERE/../../driver/c
 if stale "$DRIVER" "$DRIVER_DIR/nccl_net_driver.c" "$DRIVER_DIR/driver_plugin.c" "$DRIVER_DIR/driver_calls.c" \

@@ -35,7 +35,8 @@ class NcclDriverTcpTest {
             assertEquals(0, r.exit(), all);
             assertTrue(r.output().contains("through ncclNetPlugin_v12"), all);
             assertTrue(r.output().contains("PASS"), all);
-            assertTrue(r.output().contains("reloaded (dlclose, dlopen, init"), all);
+            // as NCCL 2.28 loads it for a communicator after the last one ended: by the default name, from the layout
+            assertTrue(r.output().contains("libnccl-net.so (dlclose, dlopen, init"), all);
             // a line logged by Java (Log4j -> appender -> C helper -> the driver's NCCL-style logger), at NCCL INFO
             // with the NET subsystem flag, so NCCL_DEBUG_SUBSYS=NET shows it
             assertTrue(Pattern.compile("level=3 flags=0x1[01] NcclPlugin:0\\] jmesh NCCL plugin v12 API: tcp provider")
