@@ -152,6 +152,93 @@ class NcclPluginInProcessTest {
         }
     }
 
+    /**
+     * NCCL's restart after a failure: the process's last communicator ends (abort or destroy: every comm closed, the
+     * context finalized, so the fabric closes), then a new one starts in the same process. Each round here is such a
+     * communicator: a context, a listener, four connections each way, an exchange on each, all closed, finalized.
+     * What a round leaves behind would show as growth from round to round: the jmesh threads (none between rounds,
+     * the fabric is closed), and the heap after a full collection (under NCCL the connections' objects outlive young
+     * collections and wait in the old generation for a full one, so RSS alone grows until that comes).
+     */
+    @Test
+    void communicatorAfterTheLastOneEndedLeavesNothingBehind() throws InterruptedException {
+        NcclPlugin p = new NcclPlugin(TCP);
+        long[] heap = new long[8];
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(64, 8);
+            MemorySegment handle = arena.allocate(128, 8);
+            MemorySegment src = arena.allocate(4096, 4096);
+            MemorySegment dst = arena.allocate(4096, 4096);
+            MemorySegment data = arena.allocate(8, 8);
+            data.set(JAVA_LONG, 0, dst.address());
+            MemorySegment sizes = arena.allocate(8, 8);
+            sizes.set(JAVA_LONG, 0, 4096);
+            MemorySegment tags = arena.allocate(4, 4);
+            tags.set(JAVA_INT, 0, 7);
+            MemorySegment mhs = arena.allocate(8, 8);
+            MemorySegment req = arena.allocate(16, 8);
+            MemorySegment done = arena.allocate(4, 4);
+            MemorySegment got = arena.allocate(32, 4);
+            for (int round = 0; round < heap.length; round++) {
+                assertEquals(0, p.init(out.address(), 100 + round, -1, 12));
+                assertEquals(0, p.listen(0, 0, handle.address(), out.address()));
+                long listenComm = out.get(JAVA_LONG, 0);
+                for (int k = 0; k < 4; k++) {
+                    long sendComm = 0;
+                    long recvComm = 0;
+                    for (int i = 0; i < 2_000_000 && (sendComm == 0 || recvComm == 0); i++) {
+                        if (sendComm == 0) {
+                            assertEquals(0, p.connect(0, 0, handle.address(), out.address()));
+                            sendComm = out.get(JAVA_LONG, 0);
+                        }
+                        if (recvComm == 0) {
+                            assertEquals(0, p.accept(listenComm, out.address() + 8));
+                            recvComm = out.get(JAVA_LONG, 8);
+                        }
+                        Thread.onSpinWait();
+                    }
+                    assertNotEquals(0, sendComm, "round " + round + ": connect never completed");
+                    assertNotEquals(0, recvComm, "round " + round + ": accept never completed");
+                    assertEquals(0, p.regMr(sendComm, src.address(), 4096, Nccl.PTR_HOST, 0, -1, out.address()));
+                    long srcMh = out.get(JAVA_LONG, 0);
+                    assertEquals(0, p.regMr(recvComm, dst.address(), 4096, Nccl.PTR_HOST, 0, -1, out.address()));
+                    mhs.set(JAVA_LONG, 0, out.get(JAVA_LONG, 0));
+                    exchange(p, sendComm, recvComm, src, srcMh, 4096, data, sizes, tags, mhs, req, done, got);
+                    assertEquals(0, p.deregMr(sendComm, srcMh));
+                    assertEquals(0, p.deregMr(recvComm, mhs.get(JAVA_LONG, 0)));
+                    assertEquals(0, p.closeSend(sendComm));
+                    assertEquals(0, p.closeRecv(recvComm));
+                }
+                assertEquals(0, p.closeListen(listenComm));
+                assertEquals(0, p.finalizeContext(100 + round));
+                assertEquals(List.of(0, 0, 0, 0), p.openCounts());
+                assertEquals(List.of(), jmeshThreads(), "round " + round + ": threads the closed fabric left");
+                System.gc();
+                System.gc();
+                heap[round] = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+            }
+        } finally {
+            p.release();
+        }
+        // the first rounds load and compile what the later ones reuse; from the third on nothing may accumulate
+        long grown = heap[heap.length - 1] - heap[2];
+        assertTrue(grown < 1 << 20, "the heap after a full collection grew by " + grown + " bytes over "
+                + (heap.length - 3) + " communicators: " + java.util.Arrays.toString(heap));
+    }
+
+    private static List<String> jmeshThreads() throws InterruptedException {
+        List<String> names = List.of();
+        for (int i = 0; i < 100; i++) { // a stopped thread may take a moment to leave the list
+            names = Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
+                    .filter(n -> n.startsWith("jmesh")).sorted().toList();
+            if (names.isEmpty()) {
+                break;
+            }
+            Thread.sleep(20);
+        }
+        return names;
+    }
+
     private static void exchange(NcclPlugin p, long sendComm, long recvComm, MemorySegment src, long srcMh, int len,
                                  MemorySegment data, MemorySegment sizes, MemorySegment tags, MemorySegment mhs,
                                  MemorySegment req, MemorySegment done, MemorySegment got) {
