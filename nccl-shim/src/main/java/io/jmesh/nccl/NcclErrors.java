@@ -21,11 +21,25 @@ final class NcclErrors {
                 : Nccl.REMOTE_ERROR;
         if (!c.failureLogged) {
             c.failureLogged = true;
-            String why = c.error();
-            LOG.warn("jmesh {} on comm {} failed: {}{} -> {}", op, c.handle, Status.describe(status),
-                    why == null ? "" : " (" + why + ")", Nccl.describe(result));
+            LOG.warn("jmesh {} on comm {} failed: {} -> {}", op, c.handle, describe(status, c.error()),
+                    Nccl.describe(result));
         }
         return result;
+    }
+
+    /**
+     * A failed operation's status and the connection's own words. A connection its peer closed in order while NCCL
+     * still waits on it means the peer rank ended its communicator mid-collective, nearly always because it failed
+     * first (an abort after its own error): the transport's advice to connect again does not apply under NCCL, where
+     * to look does.
+     */
+    static String describe(int status, String why) {
+        if (status != Status.CLOSED) {
+            return Status.describe(status) + (why == null ? "" : " (" + why + ")");
+        }
+        String what = why == null ? "the peer closed the connection" : why.replace("; connect again to go on", "");
+        return "closed (" + what + "): that rank ended its communicator (ncclCommAbort or ncclCommDestroy) while this "
+                + "rank still waited for its data, usually after a failure of its own, which that rank's log names";
     }
 
     static int badHandle(String op, long comm, long mhandle) {
