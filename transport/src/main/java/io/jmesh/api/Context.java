@@ -30,11 +30,6 @@ import java.util.function.Function;
  * }</pre>
  */
 public final class Context {
-    /** The TCP helpers' polling when unset: long on a machine with cores to spare, short on a small one. */
-    static final int MANY_CPUS = 16;
-    static final int SPIN_US_MANY_CPUS = 1000;
-    static final int SPIN_US_FEW_CPUS = 200;
-
     private String provider = Providers.AUTO;
     private boolean disableRdma = false;
     private List<IpPrefix> addresses = List.of();
@@ -47,10 +42,12 @@ public final class Context {
     private int qpsPerConnection = 1;
     private boolean multiLink = true;
     private int tcpSockets = 4;
-    private int tcpThreads = 8;
+    /** -1: chosen by the CPUs and the ranks that share them ({@link #tcpThreads()}); likewise the spin and ranks. */
+    private int tcpThreads = -1;
     private boolean tcpRelaySplice = true;
-    /** -1: chosen by the machine's CPUs ({@link #tcpSpinUs()}). */
     private int tcpSpinUs = -1;
+    private int localRanks = -1;
+    private final int launcherLocalRanks;
     private int tcpEagerThreshold = 64 << 10;
     private int tcpSocket0Max = 64 << 10;
     private long handshakeTimeoutMs = 10_000;
@@ -79,6 +76,7 @@ public final class Context {
 
     private Context(Function<String, String> properties, Function<String, String> environment) {
         sources.readAll(properties, environment, this::storeText, this::store);
+        launcherLocalRanks = HostShare.detect(environment);
     }
 
     /** Stores a text setting's value; throws IllegalArgumentException, naming why, when it does not parse. */
@@ -107,6 +105,7 @@ public final class Context {
             case TCP_THREADS -> tcpThreads = (int) v;
             case TCP_RELAY_SPLICE -> tcpRelaySplice = v == 1;
             case TCP_SPIN_US -> tcpSpinUs = (int) v;
+            case LOCAL_RANKS -> localRanks = (int) v;
             case TCP_EAGER_THRESHOLD -> tcpEagerThreshold = (int) v;
             case TCP_SOCKET0_MAX -> tcpSocket0Max = (int) v;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs = v;
@@ -161,9 +160,10 @@ public final class Context {
             case QPS_PER_CONNECTION -> qpsPerConnection;
             case MULTI_LINK -> multiLink ? 1 : 0;
             case TCP_SOCKETS -> tcpSockets;
-            case TCP_THREADS -> tcpThreads;
+            case TCP_THREADS -> tcpThreads();
             case TCP_RELAY_SPLICE -> tcpRelaySplice ? 1 : 0;
             case TCP_SPIN_US -> tcpSpinUs();
+            case LOCAL_RANKS -> localRanks();
             case TCP_EAGER_THRESHOLD -> tcpEagerThreshold;
             case TCP_SOCKET0_MAX -> tcpSocket0Max;
             case HANDSHAKE_TIMEOUT_MS -> handshakeTimeoutMs;
@@ -191,6 +191,8 @@ public final class Context {
                     : String.join(",", routes.stream().map(StaticRoute::toString).toList());
             case MESH_KEY -> meshKey == null ? "none" : "set";
             case TCP_SPIN_US -> tcpSpinUs >= 0 ? Integer.toString(tcpSpinUs) : "auto";
+            case TCP_THREADS -> tcpThreads >= 0 ? Integer.toString(tcpThreads) : "auto";
+            case LOCAL_RANKS -> localRanks > 0 ? Integer.toString(localRanks) : "auto";
             default -> Long.toString(numeric(s));
         };
     }
@@ -373,11 +375,13 @@ public final class Context {
     }
 
     /**
-     * Helper threads per fabric that move the bytes of the TCP connections' bulk sockets (default 8, at most the
-     * CPUs); 0: the application's thread moves them inside {@code isend}/{@code irecv}/{@code test}.
+     * Helper threads per fabric that move the bytes of the TCP connections' bulk sockets (at most the CPUs are
+     * started); 0: the application's thread moves them inside {@code isend}/{@code irecv}/{@code test}. Unset: 8 for
+     * one rank on the host; with several ({@link #localRanks()}) together at most half the CPUs.
      */
     public int tcpThreads() {
-        return tcpThreads;
+        return tcpThreads >= 0 ? tcpThreads
+                : HostShare.helperThreads(Runtime.getRuntime().availableProcessors(), localRanks());
     }
 
     public Context tcpThreads(int threads) {
@@ -400,15 +404,25 @@ public final class Context {
 
     /**
      * How long a TCP helper thread with nothing to move keeps polling before it sleeps in its selector, in
-     * microseconds. Unset: {@value #SPIN_US_MANY_CPUS} on a machine of {@value #MANY_CPUS} CPUs or more, where the
-     * helpers have cores to poll on and a sleeping one costs a wake-up per step of a collective; {@value
-     * #SPIN_US_FEW_CPUS} on a smaller one, where polling helpers would take the CPU from the threads they serve.
+     * microseconds. Unset: 1000 on a machine of 16 CPUs or more with 8 of them per rank, where the helpers have cores
+     * to poll on and a sleeping one costs a wake-up per step of a collective; 200 otherwise, where polling helpers
+     * would take the CPU from the threads they serve.
      */
     public int tcpSpinUs() {
-        if (tcpSpinUs >= 0) {
-            return tcpSpinUs;
-        }
-        return Runtime.getRuntime().availableProcessors() >= MANY_CPUS ? SPIN_US_MANY_CPUS : SPIN_US_FEW_CPUS;
+        return tcpSpinUs >= 0 ? tcpSpinUs : HostShare.spinUs(Runtime.getRuntime().availableProcessors(), localRanks());
+    }
+
+    /**
+     * How many processes that use jmesh share this host's CPUs (the ranks of a node), which sizes the TCP helpers.
+     * Unset: what the launcher says (LOCAL_WORLD_SIZE of torchrun, OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS), else 1.
+     */
+    public int localRanks() {
+        return localRanks > 0 ? localRanks : launcherLocalRanks;
+    }
+
+    public Context localRanks(int ranks) {
+        localRanks = ranks;
+        return set(Setting.LOCAL_RANKS, "localRanks(" + ranks + ")");
     }
 
     public Context tcpSpinUs(int micros) {

@@ -59,6 +59,10 @@ public enum Setting {
             "how long a TCP helper thread with nothing to move keeps polling its sockets before it sleeps, in "
                     + "microseconds; longer answers sooner between the steps of a collective, at the price of a busy "
                     + "CPU per helper for that long after each burst"),
+    LOCAL_RANKS("jmesh.local.ranks", "JMESH_LOCAL_RANKS", null, 1, 4096,
+            "how many processes that use jmesh share this host's CPUs (the ranks of a node); with several, each "
+                    + "fabric's TCP helpers take together at most half the CPUs and poll less; unset: the launcher's "
+                    + "LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS, else 1"),
     HANDSHAKE_TIMEOUT_MS("jmesh.handshake.timeout.ms", "JMESH_HANDSHAKE_TIMEOUT_MS", "NCCL_MESH_TIMEOUT_MS", 100,
             3_600_000, "how long one connection handshake may take, in milliseconds"),
     HANDSHAKE_MAX_PENDING("jmesh.handshake.max.pending", "JMESH_HANDSHAKE_MAX_PENDING", null, 1, 4096,

@@ -40,6 +40,9 @@ class ContextTest {
         assertEquals(1, c.qpsPerConnection());
         assertTrue(c.multiLink());
         assertEquals(4, c.tcpSockets());
+        assertEquals(1, c.localRanks());
+        assertEquals(8, c.tcpThreads());   // one rank: as many as the provider may start (at most the CPUs)
+        assertEquals("auto", c.valueText(Setting.TCP_THREADS));
         assertEquals(10_000, c.handshakeTimeoutMs());
         assertEquals(32, c.handshakeMaxPending());
         for (Setting s : Setting.values()) {

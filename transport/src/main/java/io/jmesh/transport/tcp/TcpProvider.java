@@ -98,10 +98,10 @@ public final class TcpProvider implements Provider {
             Closer.closeAll(e::addSuppressed, control);
             throw e;
         }
-        LOG.info("jmesh tcp: links {}, {} data sockets per connection, {} helper threads ({} CPUs, spinning {} us "
-                        + "before they sleep), eager up to {} bytes, relay ports {}", links, context.tcpSockets(),
-                context.tcpThreads(), Runtime.getRuntime().availableProcessors(), context.tcpSpinUs(),
-                context.tcpEagerThreshold(), relay[0].ports());
+        LOG.info("jmesh tcp: links {}, {} data sockets per connection, {} helper threads ({} CPUs, {} rank(s) on "
+                        + "this host, spinning {} us before they sleep), eager up to {} bytes, relay ports {}", links,
+                context.tcpSockets(), context.tcpThreads(), Runtime.getRuntime().availableProcessors(),
+                context.localRanks(), context.tcpSpinUs(), context.tcpEagerThreshold(), relay[0].ports());
         return new TcpProvider(links, context.tcpSockets(), context.tcpThreads(), context.tcpSpinUs(),
                 context.tcpEagerThreshold(), context.tcpSocket0Max(), context.handshakeTimeout(), control, relay[0]);
     }
