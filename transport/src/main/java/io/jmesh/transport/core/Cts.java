@@ -7,18 +7,18 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The clear-to-send FIFO, a flyweight over off-heap memory: a ring of 64-byte entries, one per posted buffer, a
- * grouped receive's entries next to each other. On verbs the receiver RDMA-writes them into the sender's copy; on TCP
- * the sender files each checked clear-to-send frame into a local copy; either way {@link CoreSender} matches sends
- * against this one layout. Both sides count
- * entry positions the same way (a request of n buffers takes the next n), so receives posted in a row occupy one
- * contiguous range and can leave in one write. The sender reads an entry only after its sequence number shows the
- * current request, with acquire semantics, because the NIC writes it. The sequence number is the entry's last field
- * and is stored last: a NIC places a write, and serves a read, in address order (the last-byte polling of perftest's
- * ib_write_lat assumes the same), so an entry whose sequence number is new is whole, whether the receiver pushed it
- * or the sender pulled it with an RDMA READ while the receiver was still filling the ring. Each entry carries the
- * buffer's rkey for every rail of the connection, since the rails may run on different devices (twin links), each
- * with its own memory region.
+ * The clear-to-send FIFO, a descriptor of off-heap memory (static accessors at an entry's offset, as Aeron's
+ * descriptor classes: no object wraps the memory, so reading one costs no allocation and no indirection): a ring of
+ * 64-byte entries, one per posted buffer, a grouped receive's entries next to each other. On verbs the receiver
+ * RDMA-writes them into the sender's copy; on TCP the sender files each checked clear-to-send frame into a local copy;
+ * either way {@link CoreSender} matches sends against this one layout. Both sides count entry positions the same way (a
+ * request of n buffers takes the next n), so receives posted in a row occupy one contiguous range and can leave in one
+ * write. The sender reads an entry only after its sequence number shows the current request, with acquire semantics,
+ * because the NIC writes it. The sequence number is the entry's last field and is stored last: a NIC places a write,
+ * and serves a read, in address order (the last-byte polling of perftest's ib_write_lat assumes the same), so an entry
+ * whose sequence number is new is whole, whether the receiver pushed it or the sender pulled it with an RDMA READ while
+ * the receiver was still filling the ring. Each entry carries the buffer's rkey for every rail of the connection, since
+ * the rails may run on different devices (twin links), each with its own memory region.
  *
  * <p>The ring never overwrites an entry the sender still needs: a request's slot is reused only after it completed
  * (so the sender had read its entries), and the other MAX_REQUESTS - 1 requests in flight hold at most

@@ -7,12 +7,12 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The eager ring, a flyweight over off-heap memory: small messages travel as records written straight into a ring
- * the receiver announced once, at connect time, and the receiver finds them by reading its own memory: no
- * clear-to-send round and no completion per message. Records fill the ring's {@link #SLOTS} fixed slots in order
- * (record r, from 1, in slot (r - 1) mod SLOTS); the receiver hands the consumed count back in batches (credits),
- * and the sender never has more than SLOTS records unconsumed. The stream position is the message's place among all
- * the sends of the connection (eager or not): the receiver matches it to the grouped receive that covers it.
+ * The eager ring, a descriptor of off-heap memory (static accessors, as {@link Cts}): small messages travel as records
+ * written straight into a ring the receiver announced once, at connect time, and the receiver finds them by reading its
+ * own memory: no clear-to-send round and no completion per message. Records fill the ring's {@link #SLOTS} fixed slots
+ * in order (record r, from 1, in slot (r - 1) mod SLOTS); the receiver hands the consumed count back in batches
+ * (credits), and the sender never has more than SLOTS records unconsumed. The stream position is the message's place
+ * among all the sends of the connection (eager or not): the receiver matches it to the grouped receive that covers it.
  *
  * <pre>
  * record (slot of SLOT_BYTES):  0 u64 position   8 u32 tag   12 u32 length

@@ -10,7 +10,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * What a relayed verbs sender and the relay node write into each other's memory (a flyweight, as {@link Cts}). For
+ * What a relayed verbs sender and the relay node write into each other's memory (a descriptor, as {@link Cts}). For
  * a large buffer the relay pulls: the sender only says where the buffer lies, and the relay RDMA-reads it in chunks
  * into memory registered on both of its devices and RDMA-writes each chunk from there into the receiver's posted
  * buffer. So the relay holds a bounded number of chunks per connection whatever the message sizes, and a slow

@@ -5,8 +5,8 @@ import java.nio.ByteBuffer;
 /**
  * The last frame a sender writes on data socket 0 when its owner closes it in order: everything it reported done is
  * before it, and the end of stream follows it on every data socket. The receiver then delivers what it holds and
- * reports the close as {@code CLOSED}; an end of stream without it is a peer that died ({@code FAILED}). A flyweight
- * over a buffer, {@value #BYTES} bytes, big-endian.
+ * reports the close as {@code CLOSED}; an end of stream without it is a peer that died ({@code FAILED}). A descriptor
+ * of a buffer, {@value #BYTES} bytes, big-endian.
  * <pre>
  *   0 u8    type      0x42 'B'
  *   1 u8[7] reserved  0

@@ -3,7 +3,7 @@ package io.jmesh.transport.tcp;
 import java.nio.ByteBuffer;
 
 /**
- * The header in front of every piece of a message on a data socket, a flyweight over a direct buffer. A message is
+ * The header in front of every piece of a message on a data socket, a descriptor of a direct buffer. A message is
  * cut into chunks that go out on whichever data socket is free; the receiver reads each chunk straight into the
  * posted buffer at its offset, so chunks of one message may arrive in any order across the sockets. Every message,
  * a zero-length one too, has at least one chunk. Fixed layout ({@value #BYTES} bytes), big-endian:

@@ -3,7 +3,7 @@ package io.jmesh.transport.tcp;
 import java.nio.ByteBuffer;
 
 /**
- * The clear-to-send frame, a flyweight over a direct buffer: the receiver sends one per grouped receive on data socket
+ * The clear-to-send frame, a descriptor of a direct buffer: the receiver sends one per grouped receive on data socket
  * 0, and the sender answers {@code NOT_READY} until the frame for its message is there, as the verbs sender waits for
  * its CTS FIFO entry. Frames are sent in request order. Fixed layout ({@value #BYTES} bytes), big-endian:
  * <pre>

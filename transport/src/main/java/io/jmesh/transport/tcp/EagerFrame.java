@@ -3,7 +3,7 @@ package io.jmesh.transport.tcp;
 import java.nio.ByteBuffer;
 
 /**
- * The three frames of the TCP eager path ({@link io.jmesh.transport.core.Eager}), flyweights over buffers, all
+ * The three frames of the TCP eager path ({@link io.jmesh.transport.core.Eager}), descriptors of buffers, all
  * {@value #BYTES} bytes, big-endian. A RECORD carries a small message on data socket 0 with no clear-to-send round;
  * the receiver reads its payload into its own ring at the record's slot, where the core matches it exactly as a
  * record a verbs peer wrote. A CREDIT goes back on socket 0's reverse direction: the records the receiver's core

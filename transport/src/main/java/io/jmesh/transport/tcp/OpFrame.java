@@ -3,7 +3,7 @@ package io.jmesh.transport.tcp;
 import java.nio.ByteBuffer;
 
 /**
- * The frames of one-sided operations, flyweights over direct buffers, all {@value #BYTES} bytes, big-endian. They
+ * The frames of one-sided operations, descriptors of direct buffers, all {@value #BYTES} bytes, big-endian. They
  * travel on data socket 0 only, so each direction of that socket keeps them in order.
  *
  * <p>Initiator (the connection's sender) to owner (its receiver), between the data chunks of socket 0:
