@@ -12,10 +12,10 @@ import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 
 /**
- * Flyweight access to the work-request, scatter-gather and completion structs the data path writes and reads per
- * message. The generated accessors slice a new segment for every nested member ({@code ibv_send_wr.wr(w)}), which
- * allocates; these read and write at {@code static final} offsets taken from the same generated layouts (so the C
- * layout test covers them) and allocate nothing.
+ * Static access (a descriptor) to the work-request, scatter-gather and completion structs the data path writes and
+ * reads per message. The generated accessors slice a new segment for every nested member ({@code ibv_send_wr.wr(w)}),
+ * which allocates; these read and write at {@code static final} offsets taken from the same generated layouts (so the
+ * C layout test covers them) and allocate nothing.
  */
 public final class Wr {
     private Wr() {
