@@ -38,21 +38,9 @@ class NcclPluginInProcessTest {
             MemorySegment handle = arena.allocate(128, 8);
             assertEquals(0, p.listen(0, 0, handle.address(), out.address()));
             long listenComm = out.get(JAVA_LONG, 0);
-            long sendComm = 0;
-            long recvComm = 0;
-            for (int i = 0; i < 200_000 && (sendComm == 0 || recvComm == 0); i++) {
-                if (sendComm == 0) {
-                    assertEquals(0, p.connect(0, 0, handle.address(), out.address()));
-                    sendComm = out.get(JAVA_LONG, 0);
-                }
-                if (recvComm == 0) {
-                    assertEquals(0, p.accept(listenComm, out.address() + 8));
-                    recvComm = out.get(JAVA_LONG, 8);
-                }
-                Thread.onSpinWait();
-            }
-            assertNotEquals(0, sendComm, "connect never completed");
-            assertNotEquals(0, recvComm, "accept never completed");
+            long[] pair = connectPair(p, handle, listenComm, out);
+            long sendComm = pair[0];
+            long recvComm = pair[1];
 
             int size = 128 * 1024;                // above the TCP eager threshold: a send waits for its receive
             MemorySegment src = arena.allocate(size, 4096);
@@ -184,21 +172,9 @@ class NcclPluginInProcessTest {
                 assertEquals(0, p.listen(0, 0, handle.address(), out.address()));
                 long listenComm = out.get(JAVA_LONG, 0);
                 for (int k = 0; k < 4; k++) {
-                    long sendComm = 0;
-                    long recvComm = 0;
-                    for (int i = 0; i < 2_000_000 && (sendComm == 0 || recvComm == 0); i++) {
-                        if (sendComm == 0) {
-                            assertEquals(0, p.connect(0, 0, handle.address(), out.address()));
-                            sendComm = out.get(JAVA_LONG, 0);
-                        }
-                        if (recvComm == 0) {
-                            assertEquals(0, p.accept(listenComm, out.address() + 8));
-                            recvComm = out.get(JAVA_LONG, 8);
-                        }
-                        Thread.onSpinWait();
-                    }
-                    assertNotEquals(0, sendComm, "round " + round + ": connect never completed");
-                    assertNotEquals(0, recvComm, "round " + round + ": accept never completed");
+                    long[] pair = connectPair(p, handle, listenComm, out);
+                    long sendComm = pair[0];
+                    long recvComm = pair[1];
                     assertEquals(0, p.regMr(sendComm, src.address(), 4096, Nccl.PTR_HOST, 0, -1, out.address()));
                     long srcMh = out.get(JAVA_LONG, 0);
                     assertEquals(0, p.regMr(recvComm, dst.address(), 4096, Nccl.PTR_HOST, 0, -1, out.address()));
@@ -224,6 +200,27 @@ class NcclPluginInProcessTest {
         long grown = heap[heap.length - 1] - heap[2];
         assertTrue(grown < 1 << 20, "the heap after a full collection grew by " + grown + " bytes over "
                 + (heap.length - 3) + " communicators: " + java.util.Arrays.toString(heap));
+    }
+
+    /** Connects and accepts one pair as NCCL's proxy does, each polled until it returns its comm: {send, recv}. */
+    private static long[] connectPair(NcclPlugin p, MemorySegment handle, long listenComm, MemorySegment out) {
+        long sendComm = 0;
+        long recvComm = 0;
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60); // a hang guard
+        while ((sendComm == 0 || recvComm == 0) && System.nanoTime() - deadline < 0) {
+            if (sendComm == 0) {
+                assertEquals(0, p.connect(0, 0, handle.address(), out.address()));
+                sendComm = out.get(JAVA_LONG, 0);
+            }
+            if (recvComm == 0) {
+                assertEquals(0, p.accept(listenComm, out.address() + 8));
+                recvComm = out.get(JAVA_LONG, 8);
+            }
+            Thread.onSpinWait();
+        }
+        assertNotEquals(0, sendComm, "connect never completed");
+        assertNotEquals(0, recvComm, "accept never completed");
+        return new long[] {sendComm, recvComm};
     }
 
     private static List<String> jmeshThreads() throws InterruptedException {
